@@ -1,0 +1,29 @@
+# The two commands of the README: `make run` and `make test`. Both set everything up first.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+PORT ?= 5000
+
+.PHONY: setup run test lint bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+# The embedded default: SQLite under instance/, no Redis, a demo account and key.
+run: setup
+	APP_ENV=development $(BIN)/flask --app app db upgrade
+	APP_ENV=development $(BIN)/flask --app app accounts demo
+	APP_ENV=development $(BIN)/flask --app app run --port $(PORT)
+
+# The whole suite, against PostgreSQL and Redis when they are reachable (required in CI).
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python bench/api_overhead.py

@@ -1,0 +1,100 @@
+"""The application factory: a short list of register_* steps."""
+
+import logging
+import re
+import secrets
+import uuid
+
+from flask import Flask, g, request
+
+import config
+from extensions import db, limiter, login_manager, migrate
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    app = Flask(__name__, instance_path=str(config.INSTANCE_DIR))
+    app.config.from_object(config.Config)
+    app.config.update(config.Config.from_env())
+    if test_config:
+        app.config.update(test_config)
+    register_secret_key(app)
+    register_logging(app)
+    register_extensions(app)
+    register_catalogue(app)
+    register_request_ids(app)
+    register_blueprints(app)
+    register_commands(app)
+    return app
+
+
+def register_secret_key(app: Flask) -> None:
+    if app.config.get("SECRET_KEY"):
+        return
+    if app.config["ENV_NAME"] not in ("development", "test"):
+        raise RuntimeError(
+            "SECRET_KEY is not set. Set it in the environment (outside development it is "
+            "required), e.g. SECRET_KEY=$(python -c 'import secrets;print(secrets.token_hex(32))')."
+        )
+    # Development keeps one generated key under instance/ so sessions survive restarts.
+    key_file = config.INSTANCE_DIR / "secret_key"
+    if not key_file.exists():
+        config.INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_hex(32))
+    app.config["SECRET_KEY"] = key_file.read_text().strip()
+
+
+def register_logging(app: Flask) -> None:
+    if not app.debug and not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+
+
+def register_extensions(app: Flask) -> None:
+    from services import quota
+    from services.ratelimit import storage_uri
+
+    app.config.setdefault("RATELIMIT_STORAGE_URI", storage_uri(app.config.get("REDIS_URL")))
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
+        config.INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(config.INSTANCE_DIR.parent / "migrations"))
+    login_manager.init_app(app)
+    limiter.init_app(app)
+    quota.init_app(app)
+
+
+def register_catalogue(app: Flask) -> None:
+    """Load and validate every tool now: a broken catalogue refuses to start."""
+    from catalogue import load_catalogue
+
+    app.extensions["catalogue"] = load_catalogue()
+
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+def register_request_ids(app: Flask) -> None:
+    @app.before_request
+    def assign_request_id():
+        incoming = request.headers.get("X-Request-Id", "")
+        g.request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+
+    @app.after_request
+    def add_request_id(response):
+        response.headers["X-Request-Id"] = g.get("request_id", "")
+        return response
+
+
+def register_blueprints(app: Flask) -> None:
+    from blueprints.api import register_api
+    from blueprints.site import bp as site_bp
+
+    register_api(app)
+    app.register_blueprint(site_bp)
+
+
+def register_commands(app: Flask) -> None:
+    from blueprints.cli import register_cli
+
+    register_cli(app)

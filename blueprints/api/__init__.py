@@ -1,0 +1,104 @@
+"""The v1 JSON API: flask-smorest with problem-details errors everywhere under /v1."""
+
+import http
+import logging
+
+from flask import current_app, request
+from flask_smorest import Api
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers
+from blueprints.api.problems import Problem, from_http_exception, problem_response
+from blueprints.api.schemas import ProblemSchema
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/v1"
+
+
+class PlatformApi(Api):
+    """flask-smorest's Api with RFC 9457 errors instead of its ``{code, status, message}``."""
+
+    DEFAULT_ERROR_RESPONSE_NAME = None
+    ERROR_SCHEMA = ProblemSchema
+
+    def _register_error_handlers(self):
+        """Errors are registered app-wide by ``register_api`` (API and site differ)."""
+
+    def _register_responses(self):
+        self.spec.components.schema("Problem", schema=ProblemSchema)
+        for status in http.HTTPStatus:
+            if status >= 400:
+                self.spec.components.response(
+                    status.name,
+                    {
+                        "description": status.phrase,
+                        "content": {
+                            "application/problem+json": {
+                                "schema": {"$ref": "#/components/schemas/Problem"}
+                            }
+                        },
+                    },
+                    lazy=True,
+                )
+
+
+api = PlatformApi()
+
+
+def is_api_request() -> bool:
+    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+
+
+def register_api(app) -> None:
+    from blueprints.api.health.routes import blp as health_blp
+    from blueprints.api.openapi.routes import blp as openapi_blp
+    from blueprints.api.tools.routes import blp as tools_blp
+    from blueprints.api.whoami.routes import blp as whoami_blp
+
+    app.config.setdefault(
+        "API_SPEC_OPTIONS",
+        {
+            "info": {
+                "description": "Run hundreds of AI tools and multi-step workflows over JSON. "
+                "Authenticate with your key in the `X-SVC-API-Key` header.",
+            },
+            "servers": [{"url": "/", "description": "This server"}],
+        },
+    )
+    api.init_app(app)
+    api.spec.components.security_scheme(
+        "ApiKeyHeader", {"type": "apiKey", "in": "header", "name": API_KEY_HEADER}
+    )
+    api.spec.components.security_scheme(
+        "BearerKey", {"type": "http", "scheme": "bearer", "description": "The same API key."}
+    )
+    for blp in (whoami_blp, tools_blp, health_blp, openapi_blp):
+        api.register_blueprint(blp)
+    app.register_error_handler(Problem, _handle_problem)
+    app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(Exception, _handle_unexpected)
+    app.after_request(_api_headers)
+
+
+def _handle_problem(problem: Problem):
+    return problem_response(problem)
+
+
+def _handle_http_exception(error: HTTPException):
+    if not is_api_request():
+        return error
+    return problem_response(from_http_exception(error))
+
+
+def _handle_unexpected(error: Exception):
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    if not is_api_request():
+        return InternalServerError()
+    return problem_response(from_http_exception(InternalServerError()))
+
+
+def _api_headers(response):
+    if is_api_request() and current_app:
+        rate_limit_headers(response)
+    return response

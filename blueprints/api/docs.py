@@ -1,0 +1,67 @@
+"""Helpers that document an operation's security and its real error responses."""
+
+from http import HTTPStatus
+
+from blueprints.api.problems import PROBLEM_JSON
+
+API_KEY_SECURITY = [{"ApiKeyHeader": []}, {"BearerKey": []}]
+PUBLIC = []
+
+# Why each status happens, for the OpenAPI description of the response.
+_REASONS = {
+    400: "The body is not parseable JSON [invalid_json].",
+    401: "Missing, malformed, unknown or revoked API key [invalid_api_key].",
+    402: "The plan does not include this; `upgrade_url` and `required_plan` say what to buy "
+    "[plan_required].",
+    403: "Free and Starter keys can only call whoami [plan_required].",
+    404: "Unknown tool, workflow or run [tool_not_found, run_not_found].",
+    413: "The body is larger than 1 MiB (25 MiB with files) [payload_too_large].",
+    415: "The body is not JSON [unsupported_media_type].",
+    422: "Wrong types, a missing required field or an unknown field; `errors` lists them per "
+    "field [validation_failed].",
+    429: "Per-minute rate limit [rate_limited] or daily quota [quota_exceeded] exhausted; "
+    "`Retry-After` says when to try again.",
+    503: "Every provider for the capability is unreachable [provider_unavailable] or a "
+    "dependency is down; transient, see `Retry-After`.",
+}
+
+RATE_LIMIT_HEADERS = {
+    "RateLimit-Policy": {
+        "description": 'Policies in force, e.g. `"minute";q=200;w=60, "day";q=1000;w=86400`.',
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": 'What is left, e.g. `"minute";r=199;t=42, "day";r=950;t=3600`.',
+        "schema": {"type": "string"},
+    },
+    "X-RateLimit-Limit": {"description": "Per-minute limit.", "schema": {"type": "integer"}},
+    "X-RateLimit-Remaining": {
+        "description": "Requests left in this minute.",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Reset": {
+        "description": "Unix time (seconds) at which the minute window resets.",
+        "schema": {"type": "integer"},
+    },
+}
+REQUEST_ID_HEADER = {
+    "X-Request-Id": {"description": "Identifies this request.", "schema": {"type": "string"}}
+}
+
+
+def problem_responses(*statuses: int) -> dict:
+    """OpenAPI ``responses`` entries for the given error statuses."""
+    responses = {}
+    for status in statuses:
+        headers = dict(REQUEST_ID_HEADER)
+        if status in (429, 503):
+            headers["Retry-After"] = {
+                "description": "Seconds to wait before trying again.",
+                "schema": {"type": "integer"},
+            }
+        responses[str(status)] = {
+            "description": _REASONS.get(status, HTTPStatus(status).phrase),
+            "headers": headers,
+            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+    return responses

@@ -1,0 +1,72 @@
+import time
+
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from sqlalchemy import text
+
+from blueprints.api.docs import PUBLIC
+from blueprints.api.health.schemas import ChatbotHealthSchema, HealthSchema
+from extensions import db
+from services.redis import redis_client
+
+blp = Blueprint("health", __name__, url_prefix="/v1/health", description="Service health.")
+
+
+def _timed(check) -> dict:
+    started = time.perf_counter()
+    try:
+        detail = check()
+    except Exception as error:  # a health check reports failures, it never raises
+        return {"status": "error", "detail": type(error).__name__}
+    result = {"status": "ok", "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+    if detail:
+        result["detail"] = detail
+    return result
+
+
+def _database():
+    db.session.execute(text("SELECT 1"))
+    db.session.rollback()
+    return db.engine.dialect.name
+
+
+def _redis_checks() -> tuple[dict, dict]:
+    client = redis_client(current_app)
+    if client is None:
+        embedded = {"status": "ok", "detail": "embedded: in-process, no Redis configured"}
+        return embedded, embedded
+    redis_check = _timed(client.ping)
+    queue_check = _timed(lambda: f"{client.llen('rq:queue:default')} queued")
+    return redis_check, queue_check
+
+
+@blp.route("")
+class Health(MethodView):
+    @blp.response(200, HealthSchema)
+    @blp.alt_response(503, schema=HealthSchema, description="A required component is down.")
+    @blp.doc(security=PUBLIC)
+    def get(self):
+        """Reachability of the database, Redis and the job queue (no secrets)."""
+        redis_check, queue_check = _redis_checks()
+        checks = {"database": _timed(_database), "redis": redis_check, "queue": queue_check}
+        healthy = all(check["status"] == "ok" for check in checks.values())
+        body = {"status": "ok" if healthy else "unavailable", "checks": checks}
+        return body, 200 if healthy else 503
+
+
+@blp.route("/chatbot")
+class ChatbotHealth(MethodView):
+    @blp.response(200, ChatbotHealthSchema)
+    @blp.doc(security=PUBLIC)
+    def get(self):
+        """Status of the site assistant (chatbot) component."""
+        return {
+            "status": "not_configured",
+            "detail": "The site assistant is not part of this release yet; "
+            "it arrives with the web site.",
+            "retriever": {"status": "not_configured"},
+            "provider": {
+                "status": "configured" if current_app.config.get("AI_BASE_URL") else "not_configured"
+            },
+        }

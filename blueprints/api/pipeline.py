@@ -1,0 +1,186 @@
+"""The request pipeline of DESIGN.md section 5, in its order.
+
+body size (413) → key (401) → per-minute limit (429) → plan has API access (402/403) →
+body parses (400) → ... → quota (429, in services/runs.py). Each step raises a Problem.
+"""
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+
+from flask import current_app, g, request
+from limits import RateLimitItemPerMinute
+
+from blueprints.api.problems import Problem
+from extensions import limiter
+from services import clock, keys, quota
+from services.keys import KeyContext
+from services.plans import upgrade_url
+
+API_KEY_HEADER = "X-SVC-API-Key"
+LIMIT_SCOPE = "api-key"
+
+
+@dataclass(frozen=True)
+class MinuteWindow:
+    limit: int
+    remaining: int
+    reset_at: float
+
+
+def raw_key_from_request() -> str | None:
+    raw = request.headers.get(API_KEY_HEADER)
+    if raw is None:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            raw = value
+    return raw.strip() if raw else None
+
+
+def authenticate() -> KeyContext:
+    """Resolve the key (401) and spend one request of its per-minute limit (429)."""
+    raw = raw_key_from_request()
+    if not raw:
+        raise Problem(
+            401,
+            "invalid_api_key",
+            f"Send your API key in the {API_KEY_HEADER} header "
+            "(or as Authorization: Bearer <key>).",
+            headers={"WWW-Authenticate": f'ApiKey header="{API_KEY_HEADER}"'},
+        )
+    context = keys.resolve(raw)
+    if context is None:
+        raise Problem(
+            401,
+            "invalid_api_key",
+            "This API key is not valid: it is malformed, unknown or revoked.",
+            headers={"WWW-Authenticate": f'ApiKey header="{API_KEY_HEADER}"'},
+        )
+    g.key = context
+    _spend_minute(context)
+    return keys.touch(context)
+
+
+@cache
+def _minute_item(per_minute: int) -> RateLimitItemPerMinute:
+    return RateLimitItemPerMinute(per_minute)
+
+
+def _spend_minute(context: KeyContext) -> None:
+    item = _minute_item(context.per_minute)
+    strategy = limiter.limiter
+    allowed = strategy.hit(item, LIMIT_SCOPE, context.key_hash)
+    reset_at, remaining = strategy.get_window_stats(item, LIMIT_SCOPE, context.key_hash)
+    g.minute_window = MinuteWindow(context.per_minute, remaining, reset_at)
+    if not allowed:
+        retry_after = max(1, int(reset_at - time.time() + 0.999))
+        raise Problem(
+            429,
+            "rate_limited",
+            f"This key may make {context.per_minute} requests per minute; "
+            f"try again in {retry_after} s.",
+            headers={"Retry-After": retry_after},
+            limit=context.per_minute,
+            remaining=0,
+            resets_at=_iso(reset_at),
+        )
+
+
+def require_api_access(*, on_slug_endpoint: bool = False) -> None:
+    """Free and Starter keys may only call whoami (402 on the slug-in-path endpoint)."""
+    context: KeyContext = g.key
+    if context.plan.api_access:
+        return
+    raise Problem(
+        402 if on_slug_endpoint else 403,
+        "plan_required",
+        f"The {context.plan.name} plan has no API access beyond whoami; "
+        "upgrade to Pro or higher to run tools.",
+        upgrade_url=upgrade_url("pro"),
+        required_plan="pro",
+    )
+
+
+def require_plan(required: str) -> None:
+    """A paid plan below an endpoint's plan gets 402 (DESIGN.md section 4a)."""
+    context: KeyContext = g.key
+    if not context.plan.includes(required):
+        raise Problem(
+            402,
+            "plan_required",
+            f"This endpoint needs the {required} plan; this key's account is on "
+            f"{context.plan.name}.",
+            upgrade_url=upgrade_url(required),
+            required_plan=required,
+        )
+
+
+def json_body() -> dict:
+    """The request body as a JSON object (413, 415, 400, 422)."""
+    if request.content_length and request.content_length > current_app.config["MAX_TEXT_BODY"]:
+        raise too_large()
+    mimetype = request.mimetype
+    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise Problem(
+            415,
+            "unsupported_media_type",
+            f"Send the body as application/json, not {mimetype}.",
+        )
+    data = request.get_data(cache=True)
+    if len(data) > current_app.config["MAX_TEXT_BODY"]:
+        raise too_large()
+    try:
+        body = json.loads(data or b"{}")
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Problem(400, "invalid_json", f"The body is not valid JSON: {error}.") from None
+    if not isinstance(body, dict):
+        raise validation_failed({"": ["The body must be a JSON object."]})
+    return body
+
+
+def validation_failed(errors: dict[str, list[str]]) -> Problem:
+    fields = ", ".join(sorted(name or "(body)" for name in errors))
+    return Problem(
+        422, "validation_failed", f"The request has invalid fields: {fields}.", errors=errors
+    )
+
+
+def too_large() -> Problem:
+    limit_kib = current_app.config["MAX_TEXT_BODY"] // 1024
+    return Problem(
+        413, "payload_too_large", f"The body is larger than {limit_kib} KiB, the most accepted."
+    )
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+# --- headers on every authenticated response ---------------------------------------------
+
+
+def rate_limit_headers(response):
+    context: KeyContext | None = g.get("key")
+    window: MinuteWindow | None = g.get("minute_window")
+    if context is None or window is None:
+        return response
+    now = time.time()
+    minute_reset = max(0, int(window.reset_at - now + 0.999))
+    policies = [f'"minute";q={window.limit};w=60']
+    remaining = [f'"minute";r={window.remaining};t={minute_reset}']
+    if not context.sandbox:
+        usage = g.get("day_usage")
+        if usage is None:
+            usage = quota.store().usage(context.key_id, clock.now())
+        day_left = max(0, context.daily_quota - usage.calls)
+        policies.append(f'"day";q={context.daily_quota};w=86400')
+        remaining.append(f'"day";r={day_left};t={clock.seconds_to_midnight()}')
+    headers = response.headers
+    headers["RateLimit-Policy"] = ", ".join(policies)
+    headers["RateLimit"] = ", ".join(remaining)
+    headers["X-RateLimit-Limit"] = str(window.limit)
+    headers["X-RateLimit-Remaining"] = str(window.remaining)
+    headers["X-RateLimit-Reset"] = str(int(window.reset_at + 0.999))
+    return response

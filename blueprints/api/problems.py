@@ -1,0 +1,76 @@
+"""RFC 9457 problem details: the one error format of everything under /v1."""
+
+from http import HTTPStatus
+
+from flask import g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+PROBLEM_TYPE_BASE = "https://docs.svc.example/problems/"
+PROBLEM_JSON = "application/problem+json"
+
+# Codes for plain HTTP errors raised by Flask/werkzeug themselves.
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    500: "internal_error",
+}
+
+
+class Problem(Exception):
+    """Raise to answer with a problem-details body."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        title: str | None = None,
+        headers: dict | None = None,
+        **extensions,
+    ):
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.title = title or HTTPStatus(status).phrase
+        self.headers = headers or {}
+        self.extensions = extensions
+
+
+def problem_response(problem: Problem):
+    body = {
+        "type": PROBLEM_TYPE_BASE + problem.code.replace("_", "-"),
+        "title": problem.title,
+        "status": problem.status,
+        "detail": problem.detail,
+        "code": problem.code,
+        "request_id": g.get("request_id", ""),
+        **problem.extensions,
+    }
+    response = jsonify(body)
+    response.status_code = problem.status
+    response.mimetype = PROBLEM_JSON
+    for name, value in problem.headers.items():
+        response.headers[name] = str(value)
+    return response
+
+
+def from_http_exception(error: HTTPException) -> Problem:
+    status = error.code or 500
+    code = _HTTP_CODES.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_"))
+    detail = {
+        404: f"There is no API endpoint at {request.path}.",
+        405: f"{request.method} is not allowed on {request.path}.",
+        413: "The request body is larger than this endpoint accepts.",
+        500: "Something went wrong on our side; the request id helps us find out what.",
+    }.get(status, error.description or HTTPStatus(status).description)
+    headers = {}
+    if status == 405 and getattr(error, "valid_methods", None):
+        headers["Allow"] = ", ".join(sorted(error.valid_methods))
+    return Problem(status, code, detail, headers=headers)

@@ -1,0 +1,44 @@
+"""Schemas shared by every API resource: problem details and the run result."""
+
+import marshmallow as ma
+
+
+class ProblemSchema(ma.Schema):
+    """RFC 9457 problem details, with this API's stable ``code`` and extensions."""
+
+    type = ma.fields.String(required=True, metadata={"format": "uri"})
+    title = ma.fields.String(required=True)
+    status = ma.fields.Integer(required=True)
+    detail = ma.fields.String(required=True)
+    code = ma.fields.String(
+        required=True, metadata={"description": "Stable snake_case identifier of the error."}
+    )
+    request_id = ma.fields.String(required=True)
+    upgrade_url = ma.fields.String(metadata={"format": "uri"})
+    required_plan = ma.fields.String()
+    errors = ma.fields.Dict(
+        keys=ma.fields.String(),
+        values=ma.fields.List(ma.fields.String()),
+        metadata={"description": "Field errors: field name to messages."},
+    )
+    limit = ma.fields.Integer()
+    remaining = ma.fields.Integer()
+    resets_at = ma.fields.DateTime()
+
+
+class RunResultSchema(ma.Schema):
+    """The result of a tool run."""
+
+    run_id = ma.fields.UUID(required=True)
+    tool = ma.fields.String(required=True, metadata={"description": "The tool's slug."})
+    status = ma.fields.String(
+        required=True, metadata={"enum": ["queued", "running", "succeeded", "failed", "canceled"]}
+    )
+    output = ma.fields.Dict(
+        required=True,
+        allow_none=True,
+        metadata={"description": "Exactly the tool's output schema (see GET /tools/{slug})."},
+    )
+    credits = ma.fields.Integer(required=True)
+    duration_ms = ma.fields.Integer(required=True, allow_none=True)
+    sandbox = ma.fields.Boolean(required=True)

@@ -1,0 +1,58 @@
+import click
+from flask.cli import AppGroup
+
+from extensions import db
+from models import PLAN_ORDER
+from services import accounts, keys
+from services.plans import UnknownPlan
+
+accounts_cli = AppGroup("accounts", help="Create accounts and change their plans.")
+
+PLAN_CHOICE = click.Choice(PLAN_ORDER, case_sensitive=False)
+
+
+@accounts_cli.command("create")
+@click.argument("email")
+@click.option("--plan", type=PLAN_CHOICE, required=True, help="The account's plan.")
+@click.option("--password", default=None, help="Lets the user sign in to the web UI.")
+@click.option("--name", default=None, help="Account name (defaults to the email's local part).")
+def create(email, plan, password, name):
+    """Create an account on PLAN owned by a new user EMAIL."""
+    try:
+        account = accounts.create_account(email, plan, password=password, name=name)
+    except (accounts.AccountRefused, UnknownPlan) as refused:
+        raise click.ClickException(str(refused)) from None
+    db.session.commit()
+    click.echo(f"Created account {account.id} ({account.name}) on the {account.plan_name} plan.")
+
+
+@accounts_cli.command("set-plan")
+@click.argument("email")
+@click.argument("plan", type=PLAN_CHOICE)
+def set_plan(email, plan):
+    """Move EMAIL's account to PLAN (effective on every process within a second)."""
+    try:
+        account = accounts.set_plan(email, plan)
+    except (accounts.AccountRefused, UnknownPlan) as refused:
+        raise click.ClickException(str(refused)) from None
+    db.session.commit()
+    click.echo(f"Account {account.id} ({account.name}) is now on the {account.plan_name} plan.")
+
+
+@accounts_cli.command("demo")
+def demo():
+    """Create the demo account and a demo Pro key once, printing the key."""
+    try:
+        account = accounts.create_account("demo@example.com", "pro", password="demo-password")
+    except accounts.AccountRefused:
+        click.echo(
+            "Demo account demo@example.com exists (password demo-password). Its key was shown "
+            "when it was created; make another with:\n"
+            "  flask --app app keys create demo@example.com --name another"
+        )
+        return
+    _key, raw = keys.create_key(account, "demo")
+    db.session.commit()
+    click.echo("Demo account: demo@example.com / demo-password (Pro plan)")
+    click.echo("Demo Pro API key (shown once, keep it):")
+    click.echo(raw)

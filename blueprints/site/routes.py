@@ -1,0 +1,40 @@
+from flask import Blueprint, render_template, request, url_for
+
+from catalogue import load_catalogue
+from extensions import login_manager
+from extensions import db
+from models import User
+from services.plans import all_plans
+
+bp = Blueprint("site", __name__)
+
+
+@login_manager.user_loader
+def load_user(user_id: str) -> User | None:
+    return db.session.get(User, int(user_id)) if user_id.isdigit() else None
+
+
+@bp.get("/")
+def home():
+    """The landing page."""
+    catalogue = load_catalogue()
+    return render_template("site/home.html", tool_count=len(catalogue.tools),
+                           categories=catalogue.categories())
+
+
+@bp.get("/pricing")
+def pricing():
+    """Plans and what each includes; ``?plan=`` highlights one."""
+    return render_template(
+        "site/pricing.html", plans=list(all_plans().values()), wanted=request.args.get("plan")
+    )
+
+
+@bp.get("/docs")
+def api_docs():
+    """Interactive API reference, from vendored assets."""
+    return render_template(
+        "docs/api_docs.html",
+        openapi_url=url_for("api-docs.openapi_json"),
+        brand_name="SVC",
+    )

@@ -1,0 +1,70 @@
+"""Settings from the environment, read once by ``create_app``."""
+
+import os
+from pathlib import Path
+
+INSTANCE_DIR = Path(__file__).resolve().parent / "instance"
+
+
+def _database_url() -> str:
+    url = os.environ.get("DATABASE_URL", "")
+    if not url:
+        return f"sqlite:///{INSTANCE_DIR / 'platform.db'}"
+    # Heroku hands out postgres:// URLs; SQLAlchemy wants an explicit driver.
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+class Config:
+    """Defaults for every environment; ``from_env`` overlays the environment."""
+
+    ENV_NAME = "production"
+    SECRET_KEY: str | None = None
+    SQLALCHEMY_DATABASE_URI = ""
+    SQLALCHEMY_ENGINE_OPTIONS: dict = {"pool_pre_ping": True}
+    REDIS_URL: str | None = None
+    AI_BASE_URL: str | None = None
+    AI_API_KEY: str | None = None
+    PUBLIC_BASE_URL: str | None = None
+    # Request bodies: text requests and requests carrying files (DESIGN.md section 5).
+    MAX_TEXT_BODY = 1024 * 1024
+    MAX_CONTENT_LENGTH = 25 * 1024 * 1024
+    # How long a resolved key may be served from the process cache; revocation and plan
+    # changes reach every process within this time (the promise is one second).
+    KEY_CACHE_SECONDS = 0.5
+    # flask-limiter
+    RATELIMIT_HEADERS_ENABLED = False
+    RATELIMIT_STRATEGY = "fixed-window"
+    # flask-smorest / OpenAPI
+    API_TITLE = "Tool and Workflow Platform API"
+    API_VERSION = "v1"
+    OPENAPI_VERSION = "3.1.0"
+    OPENAPI_URL_PREFIX = "/v1"
+    OPENAPI_JSON_PATH = "openapi.json"
+    SEED_DEMO = False
+
+    @classmethod
+    def from_env(cls) -> dict:
+        env_name = os.environ.get("APP_ENV") or os.environ.get("FLASK_ENV") or cls.ENV_NAME
+        redis_url = os.environ.get("REDIS_URL") or None
+        settings = {
+            "ENV_NAME": env_name,
+            "SECRET_KEY": os.environ.get("SECRET_KEY"),
+            "SQLALCHEMY_DATABASE_URI": _database_url(),
+            "REDIS_URL": redis_url,
+            "RATELIMIT_STORAGE_URI": redis_url or "memory://",
+            "AI_BASE_URL": os.environ.get("AI_BASE_URL") or None,
+            "AI_API_KEY": os.environ.get("AI_API_KEY") or None,
+            "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
+            "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
+        }
+        return settings

@@ -1,0 +1,21 @@
+"""The SQLAlchemy models, split by domain; this module only re-exports them."""
+
+from models.account import ROLES, Account, Membership, User
+from models.api_key import ApiKey
+from models.plan import PLAN_ORDER, Plan
+from models.run import RUN_STATES, TERMINAL_STATES, Run
+from models.usage import UsageEvent
+
+__all__ = [
+    "PLAN_ORDER",
+    "ROLES",
+    "RUN_STATES",
+    "TERMINAL_STATES",
+    "Account",
+    "ApiKey",
+    "Membership",
+    "Plan",
+    "Run",
+    "UsageEvent",
+    "User",
+]

@@ -1,0 +1,36 @@
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from extensions import db
+from models.account import Account
+from models.base import new_uuid, utcnow
+
+
+class ApiKey(db.Model):
+    """An API key. Only the SHA-256 hex digest of the raw key is stored."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
+    account_id: Mapped[int] = mapped_column(
+        ForeignKey("accounts.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(100))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    hint: Mapped[str] = mapped_column(String(20), index=True)
+    sandbox: Mapped[bool] = mapped_column(default=False)
+    webhook_url: Mapped[str | None] = mapped_column(String(2048))
+    webhook_secret: Mapped[str] = mapped_column(String(64))
+    per_minute_override: Mapped[int | None]
+    daily_override: Mapped[int | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+    account: Mapped[Account] = relationship()
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

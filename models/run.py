@@ -1,0 +1,35 @@
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from extensions import db
+from models.base import new_uuid, utcnow
+
+RUN_STATES = ("queued", "running", "succeeded", "failed", "canceled")
+TERMINAL_STATES = frozenset({"succeeded", "failed", "canceled"})
+
+
+class Run(db.Model):
+    """One tool invocation or workflow run (DESIGN.md section 7)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_account_created", "account_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    api_key_id: Mapped[str | None] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="SET NULL")
+    )
+    tool_slug: Mapped[str | None] = mapped_column(String(100))
+    workflow_id: Mapped[str | None] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(10))
+    sandbox: Mapped[bool] = mapped_column(default=False)
+    input: Mapped[dict] = mapped_column(JSON)
+    output: Mapped[dict | None] = mapped_column(JSON)
+    error: Mapped[dict | None] = mapped_column(JSON)
+    credits: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    duration_ms: Mapped[int | None]

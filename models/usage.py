@@ -1,0 +1,27 @@
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from extensions import db
+from models.base import utcnow
+
+
+class UsageEvent(db.Model):
+    """The usage ledger: one row per successful invocation, with its credit cost."""
+
+    __tablename__ = "usage_events"
+    __table_args__ = (Index("ix_usage_key_created", "api_key_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(
+        ForeignKey("accounts.id", ondelete="CASCADE"), index=True
+    )
+    api_key_id: Mapped[str | None] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="SET NULL")
+    )
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    tool_slug: Mapped[str] = mapped_column(String(100))
+    credits: Mapped[int]
+    free_call: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,135 @@
+"""Daily quota per key: reserved atomically before a run, released if the run fails.
+
+Counters live in Redis (one hash per key and UTC day, fields ``calls`` and ``credits``) or,
+in the embedded default without Redis, in this process's memory. A reservation either
+fits entirely or changes nothing, so concurrent callers can never over-admit.
+"""
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from flask import current_app
+
+from services import clock
+from services.redis import redis_client
+
+_RESERVE = """
+local calls = tonumber(redis.call('HGET', KEYS[1], 'calls') or '0')
+local n = tonumber(ARGV[1])
+if calls + n > tonumber(ARGV[2]) then return {0, calls} end
+calls = redis.call('HINCRBY', KEYS[1], 'calls', n)
+if tonumber(ARGV[4]) ~= 0 then redis.call('HINCRBY', KEYS[1], 'credits', ARGV[4]) end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return {1, calls}
+"""
+
+_RELEASE = """
+local calls = redis.call('HINCRBY', KEYS[1], 'calls', -tonumber(ARGV[1]))
+if calls < 0 then redis.call('HSET', KEYS[1], 'calls', 0) end
+if tonumber(ARGV[2]) ~= 0 then
+  local credits = redis.call('HINCRBY', KEYS[1], 'credits', -tonumber(ARGV[2]))
+  if credits < 0 then redis.call('HSET', KEYS[1], 'credits', 0) end
+end
+return calls
+"""
+
+# Keep a day's counters a little past midnight so late releases still find them.
+_GRACE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class Reservation:
+    granted: bool
+    used: int
+    limit: int
+    day: str
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+@dataclass(frozen=True)
+class Usage:
+    day: str
+    calls: int
+    credits: int
+
+
+def _key(key_id: str, day: str) -> str:
+    return f"quota:{key_id}:{day}"
+
+
+class RedisQuota:
+    def __init__(self, redis_client):
+        self.redis = redis_client
+        self._reserve = redis_client.register_script(_RESERVE)
+        self._release = redis_client.register_script(_RELEASE)
+
+    def reserve(
+        self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
+    ) -> Reservation:
+        day = clock.utc_day(moment)
+        ttl = clock.seconds_to_midnight(moment) + _GRACE_SECONDS
+        granted, used = self._reserve(keys=[_key(key_id, day)], args=[n, limit, ttl, credits])
+        return Reservation(bool(granted), int(used), limit, day)
+
+    def release(self, key_id: str, n: int, day: str, credits: int = 0) -> None:
+        self._release(keys=[_key(key_id, day)], args=[n, credits])
+
+    def add_credits(self, key_id: str, credits: int, day: str) -> None:
+        """Correct a reservation's credits (rare: only when the free-call guess was wrong)."""
+        if credits:
+            self.redis.hincrby(_key(key_id, day), "credits", credits)
+
+    def usage(self, key_id: str, moment: datetime) -> Usage:
+        day = clock.utc_day(moment)
+        calls, credits = self.redis.hmget(_key(key_id, day), "calls", "credits")
+        return Usage(day, int(calls or 0), int(credits or 0))
+
+
+class MemoryQuota:
+    """The same contract in one process, for the embedded default."""
+
+    def __init__(self):
+        self._counters: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def reserve(
+        self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
+    ) -> Reservation:
+        day = clock.utc_day(moment)
+        with self._lock:
+            counter = self._counters.setdefault(_key(key_id, day), {"calls": 0, "credits": 0})
+            if counter["calls"] + n > limit:
+                return Reservation(False, counter["calls"], limit, day)
+            counter["calls"] += n
+            counter["credits"] += credits
+            return Reservation(True, counter["calls"], limit, day)
+
+    def release(self, key_id: str, n: int, day: str, credits: int = 0) -> None:
+        with self._lock:
+            counter = self._counters.get(_key(key_id, day))
+            if counter:
+                counter["calls"] = max(0, counter["calls"] - n)
+                counter["credits"] = max(0, counter["credits"] - credits)
+
+    def add_credits(self, key_id: str, credits: int, day: str) -> None:
+        with self._lock:
+            counter = self._counters.setdefault(_key(key_id, day), {"calls": 0, "credits": 0})
+            counter["credits"] += credits
+
+    def usage(self, key_id: str, moment: datetime) -> Usage:
+        day = clock.utc_day(moment)
+        counter = self._counters.get(_key(key_id, day), {})
+        return Usage(day, counter.get("calls", 0), counter.get("credits", 0))
+
+
+def store() -> RedisQuota | MemoryQuota:
+    return current_app.extensions["quota"]
+
+
+def init_app(app) -> None:
+    client = redis_client(app)
+    app.extensions["quota"] = RedisQuota(client) if client is not None else MemoryQuota()

@@ -1,0 +1,157 @@
+"""Fixtures: the app on PostgreSQL and Redis (required in CI), the embedded default, keys."""
+
+import itertools
+import os
+from datetime import timedelta
+
+import pytest
+import redis
+import sqlalchemy as sa
+from flask_migrate import upgrade
+
+from app import create_app
+from extensions import db
+from services import accounts, clock, keys
+
+PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+TABLES = ("usage_events", "runs", "api_keys", "memberships", "users", "accounts")
+
+
+def _pg_reachable() -> bool:
+    try:
+        with sa.create_engine(PG_URL).connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+        return True
+    except Exception:
+        return False
+
+
+def _redis_reachable() -> bool:
+    try:
+        return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except Exception:
+        return False
+
+
+HAVE_PG = _pg_reachable()
+HAVE_REDIS = _redis_reachable()
+
+if IN_CI and not (HAVE_PG and HAVE_REDIS):
+    raise pytest.UsageError(
+        f"CI needs PostgreSQL ({PG_URL}: {'ok' if HAVE_PG else 'unreachable'}) and Redis "
+        f"({REDIS_URL}: {'ok' if HAVE_REDIS else 'unreachable'}); refusing to skip their tests."
+    )
+
+needs_redis = pytest.mark.skipif(not HAVE_REDIS, reason="Redis is not reachable")
+needs_pg = pytest.mark.skipif(not HAVE_PG, reason="PostgreSQL is not reachable")
+
+
+def app_config(**overrides) -> dict:
+    settings = {
+        "TESTING": True,
+        "ENV_NAME": "test",
+        "SECRET_KEY": "test-secret",
+        "SQLALCHEMY_DATABASE_URI": PG_URL if HAVE_PG else "sqlite://",
+        "REDIS_URL": REDIS_URL if HAVE_REDIS else None,
+        "SERVER_NAME": "svc.test",
+        "PREFERRED_URL_SCHEME": "https",
+    }
+    settings["RATELIMIT_STORAGE_URI"] = (
+        "svc+" + settings["REDIS_URL"] if settings["REDIS_URL"] else "memory://"
+    )
+    settings.update(overrides)
+    return settings
+
+
+def _reset_schema(app) -> None:
+    with app.app_context():
+        if db.engine.dialect.name == "postgresql":
+            with db.engine.begin() as connection:
+                connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+        upgrade()
+
+
+@pytest.fixture(scope="session")
+def _schema():
+    if HAVE_PG:
+        _reset_schema(create_app(app_config()))
+
+
+@pytest.fixture
+def app(_schema):
+    """The app on PostgreSQL and Redis (SQLite and memory where they are missing locally)."""
+    app = create_app(app_config())
+    if not HAVE_PG:
+        with app.app_context():
+            upgrade()
+    yield from _clean(app)
+
+
+@pytest.fixture
+def embedded_app(tmp_path):
+    """The embedded default: a SQLite file and no Redis at all."""
+    app = create_app(
+        app_config(
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'embedded.db'}",
+            REDIS_URL=None,
+            RATELIMIT_STORAGE_URI="memory://",
+        )
+    )
+    with app.app_context():
+        upgrade()
+    yield from _clean(app)
+
+
+def _clean(app):
+    keys.forget()
+    client = app.extensions.get("redis")
+    if client is not None:
+        client.flushdb()
+    with app.app_context():
+        yield app
+        db.session.remove()
+        if db.engine.dialect.name == "postgresql":
+            db.session.execute(
+                sa.text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+            )
+            db.session.commit()
+        db.engine.dispose()
+    clock.set_offset(timedelta(0))
+    keys.forget()
+    if client is not None:
+        client.flushdb()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+_emails = itertools.count(1)
+
+
+@pytest.fixture
+def make_key(app):
+    """Create an account on ``plan`` with one key; returns the raw key."""
+
+    def make(plan: str = "pro", *, sandbox: bool = False, email: str | None = None, **fields):
+        email = email or f"user{next(_emails)}@example.com"
+        account = accounts.create_account(email, plan)
+        key, raw = keys.create_key(account, "test key", sandbox=sandbox)
+        for name, value in fields.items():
+            setattr(key, name, value)
+        db.session.commit()
+        return raw
+
+    return make
+
+
+def auth(raw: str) -> dict:
+    return {"X-SVC-API-Key": raw}
