@@ -20,19 +20,25 @@ TABLES = ("usage_events", "runs", "api_keys", "memberships", "users", "accounts"
 
 
 def _pg_reachable() -> bool:
+    engine = sa.create_engine(PG_URL)
     try:
-        with sa.create_engine(PG_URL).connect() as connection:
+        with engine.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
         return True
     except Exception:
         return False
+    finally:
+        engine.dispose()
 
 
 def _redis_reachable() -> bool:
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
     try:
-        return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+        return client.ping()
     except Exception:
         return False
+    finally:
+        client.close()
 
 
 HAVE_PG = _pg_reachable()
@@ -71,6 +77,7 @@ def _reset_schema(app) -> None:
             with db.engine.begin() as connection:
                 connection.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
         upgrade()
+        db.engine.dispose()
 
 
 @pytest.fixture(scope="session")
