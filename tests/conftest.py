@@ -2,10 +2,16 @@
 
 import itertools
 import os
+import socket
+import subprocess
+import sys
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import redis
+import requests
 import sqlalchemy as sa
 from flask_migrate import upgrade
 
@@ -16,6 +22,7 @@ from services import accounts, clock, keys
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+ROOT = Path(__file__).resolve().parent.parent
 TABLES = ("usage_events", "runs", "api_keys", "memberships", "users", "accounts")
 
 
@@ -162,3 +169,44 @@ def make_key(app):
 
 def auth(raw: str) -> dict:
     return {"X-SVC-API-Key": raw}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def live_server(app):
+    """gunicorn with two worker processes on the test database and Redis."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": PG_URL,
+        "REDIS_URL": REDIS_URL,
+        "SECRET_KEY": "test",
+        "APP_ENV": "production",
+    }
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    process = subprocess.Popen(
+        [str(gunicorn), "--workers", "2", "--bind", f"127.0.0.1:{port}", "wsgi:app"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            requests.get(base + "/v1/health", timeout=1)
+            break
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    else:
+        process.kill()
+        pytest.fail("gunicorn did not start")
+    yield base
+    process.terminate()
+    process.wait(timeout=10)

@@ -1,0 +1,46 @@
+"""Property-based conformance of every documented operation, over real HTTP (schemathesis).
+
+Runs the schemathesis CLI against gunicorn on PostgreSQL and Redis, with a sandbox key whose
+limits are raised, and requires zero failures.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import needs_pg, needs_redis
+
+
+@needs_pg
+@needs_redis
+def test_schemathesis_finds_no_failures(live_server, make_key, tmp_path):
+    raw = make_key(
+        "agency", sandbox=True, per_minute_override=10_000_000, daily_override=10_000_000
+    )
+    st = Path(sys.executable).with_name("st")
+    result = subprocess.run(
+        [
+            str(st),
+            "run",
+            f"{live_server}/v1/openapi.json",
+            "--header",
+            f"X-SVC-API-Key: {raw}",
+            "--checks",
+            "all",
+            "--max-examples",
+            "30",
+            "--seed",
+            "20261121",
+            "--workers",
+            "2",
+            "--no-color",
+            "--generation-database",
+            "none",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
