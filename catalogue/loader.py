@@ -1,0 +1,255 @@
+"""Read ``catalogue/tools/<category>.yaml`` and check the whole catalogue before using it."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+import engines
+from catalogue.tool import CATEGORIES, CREDIT_CLASSES, TOOL_PLANS, Catalogue, Tool
+
+DEFAULT_DIRECTORY = Path(__file__).parent / "tools"
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+RESERVED_SLUGS = frozenset({"run", "runs"})
+# The API uses these names itself: `slug` on /tools/run, `input` as the primary field's alias.
+RESERVED_FIELDS = frozenset({"slug", "input"})
+MAX_TEXT_LENGTH = 100_000
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# The shape of one record; the checks that need more than a schema follow in _check_tool.
+_RECORD_VALIDATOR = Draft202012Validator(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "slug", "name", "summary", "required_plan", "credit_class", "queue", "engine",
+            "primary", "inputs", "output", "examples",
+        ],
+        "properties": {
+            "slug": {"type": "string"},
+            "name": {"type": "string", "minLength": 1, "maxLength": 80},
+            "summary": {"type": "string", "minLength": 1, "maxLength": 300},
+            "required_plan": {"enum": list(TOOL_PLANS)},
+            "credit_class": {"enum": list(CREDIT_CLASSES)},
+            "queue": {"type": "boolean"},
+            "engine": {"type": "string"},
+            "params": {"type": "object"},
+            "primary": {"type": "string"},
+            "inputs": {"type": "object"},
+            "output": {"type": "object"},
+            "examples": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["input", "output"],
+                    "properties": {"input": {"type": "object"}, "output": {"type": "object"}},
+                },
+            },
+        },
+    }
+)  # fmt: skip
+
+
+class CatalogueError(Exception):
+    """The catalogue has problems; ``problems`` lists each, naming the file and the slug."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def load_catalogue(directory: str | None = None) -> Catalogue:
+    """Load and check every tool; raises CatalogueError listing every problem found.
+
+    Without ``directory`` the built-in catalogue is loaded once per process; with one, that
+    directory is read on every call.
+    """
+    if directory is None:
+        return _load_default()
+    return _load(Path(directory))
+
+
+@functools.cache
+def _load_default() -> Catalogue:
+    return _load(DEFAULT_DIRECTORY)
+
+
+def _load(directory: Path) -> Catalogue:
+    problems: list[str] = []
+    tools: dict[str, Tool] = {}
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise CatalogueError([f"{directory}: no tool files (*.yaml)."])
+    for path in files:
+        for tool, tool_problems in _read_file(path):
+            problems.extend(tool_problems)
+            if tool is None:
+                continue
+            if tool.slug in tools:
+                other = tools[tool.slug].category
+                problems.append(f"{path.name}: {tool.slug}: slug already used in {other}.yaml.")
+                continue
+            tools[tool.slug] = tool
+    if problems:
+        raise CatalogueError(problems)
+    return Catalogue(tools=dict(sorted(tools.items())))
+
+
+def _read_file(path: Path) -> list[tuple[Tool | None, list[str]]]:
+    try:
+        records = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        return [(None, [f"{path.name}: cannot be read: {error}"])]
+    if not isinstance(records, list):
+        return [(None, [f"{path.name}: must hold a list of tools."])]
+    category = path.stem
+    results: list[tuple[Tool | None, list[str]]] = []
+    for index, record in enumerate(records):
+        slug = record.get("slug") if isinstance(record, dict) else None
+        where = f"{path.name}: {slug if isinstance(slug, str) else f'tool #{index + 1}'}"
+        problems = [f"{where}: {p}" for p in _check_record(record, category)]
+        tool = None if problems else _build(record, category)
+        results.append((tool, problems))
+    return results
+
+
+def _build(record: dict[str, Any], category: str) -> Tool:
+    return Tool(
+        slug=record["slug"],
+        name=record["name"],
+        category=category,
+        summary=record["summary"],
+        required_plan=record["required_plan"],
+        credit_class=record["credit_class"],
+        inputs=record["inputs"],
+        primary=record["primary"],
+        output=record["output"],
+        engine=record["engine"],
+        params=record.get("params", {}),
+        queue=record["queue"],
+        examples=record["examples"],
+    )
+
+
+def _check_record(record: Any, category: str) -> list[str]:
+    shape = [
+        f"{'.'.join(str(p) for p in e.absolute_path) or 'record'}: {e.message}"
+        for e in _RECORD_VALIDATOR.iter_errors(record)
+    ]
+    if shape:
+        return shape
+    problems = []
+    slug = record["slug"]
+    if not SLUG_RE.match(slug):
+        problems.append(f"slug must be lowercase words joined by hyphens ({SLUG_RE.pattern}).")
+    if slug in RESERVED_SLUGS:
+        problems.append(f"slug '{slug}' is reserved.")
+    if category not in CATEGORIES:
+        problems.append(
+            f"unknown category '{category}' (the file name): use one of {', '.join(CATEGORIES)}."
+        )
+    schemas_valid = True
+    for key in ("inputs", "output"):
+        try:
+            Draft202012Validator.check_schema(record[key])
+        except SchemaError as error:
+            schemas_valid = False
+            where = ".".join(str(p) for p in error.absolute_path)
+            problems.append(f"{key} is not a valid JSON Schema ({where}): {error.message}")
+    problems.extend(_check_engine(record))
+    if schemas_valid:
+        problems.extend(_check_inputs(record["inputs"], record["primary"]))
+        problems.extend(_check_output(record["output"]))
+        problems.extend(_check_examples(record))
+    return problems
+
+
+def _check_engine(record: dict[str, Any]) -> list[str]:
+    try:
+        engine = engines.get_engine(record["engine"])
+    except KeyError:
+        return [f"unknown engine '{record['engine']}'."]
+    validator = Draft202012Validator(engine.params_schema)
+    return [
+        f"params do not suit engine {engine.name}: {error.message}"
+        for error in validator.iter_errors(record.get("params", {}))
+    ]
+
+
+def _check_inputs(inputs: dict[str, Any], primary: str) -> list[str]:
+    problems = []
+    if inputs.get("type") != "object" or inputs.get("additionalProperties") is not False:
+        problems.append("inputs must be of type object with additionalProperties: false.")
+    properties = inputs.get("properties", {})
+    for name in sorted(RESERVED_FIELDS & set(properties)):
+        problems.append(f"input field '{name}' uses a reserved name.")
+    if primary not in properties:
+        problems.append(f"primary field '{primary}' is not an input property.")
+    if inputs.get("required", []) != [primary]:
+        problems.append(f"inputs.required must be exactly ['{primary}'].")
+    for name, spec in properties.items():
+        if name != primary and "default" not in spec:
+            problems.append(f"optional input field '{name}' has no default.")
+        if "default" in spec:
+            for error in Draft202012Validator(spec).iter_errors(spec["default"]):
+                problems.append(f"default of input field '{name}' is invalid: {error.message}")
+        problems.extend(_check_strings(spec, name))
+    return problems
+
+
+def _check_strings(spec: Any, where: str) -> list[str]:
+    """Every free-text string in the inputs must be bounded, so requests stay cheap."""
+    if not isinstance(spec, dict):
+        return []
+    problems = []
+    types = spec.get("type")
+    is_string = types == "string" or (isinstance(types, list) and "string" in types)
+    if is_string and "enum" not in spec and "const" not in spec:
+        limit = spec.get("maxLength")
+        if limit is None:
+            problems.append(f"string input '{where}' has no maxLength.")
+        elif limit > MAX_TEXT_LENGTH:
+            problems.append(
+                f"string input '{where}' allows more than {MAX_TEXT_LENGTH} characters."
+            )
+    for key in ("items", "additionalProperties"):
+        problems.extend(_check_strings(spec.get(key), f"{where}.{key}"))
+    for name, sub in spec.get("properties", {}).items():
+        problems.extend(_check_strings(sub, f"{where}.{name}"))
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for index, sub in enumerate(spec.get(key, [])):
+            problems.extend(_check_strings(sub, f"{where}.{key}.{index}"))
+    return problems
+
+
+def _check_output(output: dict[str, Any]) -> list[str]:
+    if output.get("type") != "object" or output.get("additionalProperties") is not False:
+        return ["output must be of type object with additionalProperties: false."]
+    return []
+
+
+def _check_examples(record: dict[str, Any]) -> list[str]:
+    problems = []
+    inputs = Draft202012Validator(record["inputs"])
+    output = Draft202012Validator(record["output"])
+    for index, example in enumerate(record["examples"], start=1):
+        for error in inputs.iter_errors(example["input"]):
+            where = ".".join(str(p) for p in error.absolute_path) or "input"
+            problems.append(
+                f"example {index} input does not match inputs ({where}): {error.message}"
+            )
+        for error in output.iter_errors(example["output"]):
+            where = ".".join(str(p) for p in error.absolute_path) or "output"
+            problems.append(
+                f"example {index} output does not match output ({where}): {error.message}"
+            )
+    return problems

@@ -1,0 +1,217 @@
+"""A tool as data (``Tool``), the whole catalogue (``Catalogue``) and their vocabularies."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+
+import engines
+
+CATEGORIES = (
+    "text-generation",
+    "seo",
+    "social-marketing",
+    "image-generation",
+    "image-understanding",
+    "ocr",
+    "transcription",
+    "voice-audio",
+    "video",
+    "audiobook",
+    "document-summarizing",
+    "code-helpers",
+    "writing-analysis",
+)
+CREDIT_CLASSES = {"fast_text": 1, "premium_text": 2, "image": 5, "audio": 5, "video": 10}
+TOOL_PLANS = ("pro", "creator", "business", "agency")
+# Every plan includes the tools of the plans before it.
+_PLAN_ORDER = ("free", "starter", *TOOL_PLANS)
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """One tool of the catalogue. Build it through ``load_catalogue``, which checks it."""
+
+    slug: str
+    name: str
+    category: str
+    summary: str
+    required_plan: str
+    credit_class: str
+    inputs: dict[str, Any]
+    primary: str
+    output: dict[str, Any]
+    engine: str
+    params: dict[str, Any]
+    queue: bool
+    examples: list[dict[str, Any]]
+    _validator: Draft202012Validator = field(init=False, repr=False)
+    _defaults: dict[str, Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Built once per tool: validate() runs on every API request.
+        object.__setattr__(self, "_validator", Draft202012Validator(self.inputs))
+        defaults = {
+            name: spec["default"]
+            for name, spec in self.inputs.get("properties", {}).items()
+            if isinstance(spec, dict) and "default" in spec
+        }
+        object.__setattr__(self, "_defaults", defaults)
+
+    @property
+    def credits(self) -> int:
+        return CREDIT_CLASSES[self.credit_class]
+
+    @property
+    def available(self) -> bool:
+        return engines.get_engine(self.engine).available()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return engines.get_engine(self.engine).unavailable_reason()
+
+    def validate(self, data: Any) -> dict[str, list[str]]:
+        """Return field errors of ``data`` against the input schema; empty when it is valid.
+
+        Keys are field names (a dotted path below the top level, "" for the body itself).
+        """
+        errors: dict[str, list[str]] = {}
+        for error in self._validator.iter_errors(data):
+            for key, message in _field_errors(error):
+                messages = errors.setdefault(key, [])
+                if message not in messages:
+                    messages.append(message)
+        return errors
+
+    def with_defaults(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Return ``data`` completed with the default of every missing optional field."""
+        filled = dict(data)
+        for name, default in self._defaults.items():
+            if name not in filled:
+                filled[name] = (
+                    copy.deepcopy(default) if isinstance(default, list | dict) else default
+                )
+        return filled
+
+    def sample_output(self) -> dict[str, Any]:
+        """The first example's output, for sandbox keys; the caller may change it."""
+        return copy.deepcopy(self.examples[0]["output"])
+
+    def to_public(self) -> dict[str, Any]:
+        """The tool as the API's catalogue shows it (a fresh JSON-able dict)."""
+        engine = engines.get_engine(self.engine)
+        reason = engine.unavailable_reason()
+        return {
+            "slug": self.slug,
+            "name": self.name,
+            "category": self.category,
+            "summary": self.summary,
+            "required_plan": self.required_plan,
+            "credit_class": self.credit_class,
+            "credits": self.credits,
+            "queue": self.queue,
+            "input_schema": copy.deepcopy(self.inputs),
+            "primary_field": self.primary,
+            "output_schema": copy.deepcopy(self.output),
+            "examples": copy.deepcopy(self.examples),
+            "available": reason is None,
+            "unavailable_reason": reason,
+        }
+
+
+def _path(parts: Any) -> str:
+    return ".".join(str(part) for part in parts)
+
+
+def _field_errors(error: ValidationError) -> list[tuple[str, str]]:
+    """Turn one jsonschema error into (field, human message) pairs."""
+    path = list(error.absolute_path)
+    key = _path(path)
+    kind = error.validator
+    value = error.validator_value
+    instance = error.instance
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        known = set(error.schema.get("properties", {}))
+        return [(_path([*path, name]), "Unknown field.") for name in instance if name not in known]
+    if kind == "required" and isinstance(instance, dict):
+        return [
+            (_path([*path, name]), "Missing required field.")
+            for name in value
+            if name not in instance
+        ]
+    if kind == "type":
+        types = [value] if isinstance(value, str) else list(value)
+        return [(key, f"Must be {' or '.join(_TYPE_NAMES.get(t, t) for t in types)}.")]
+    messages = {
+        "maxLength": lambda: f"Longer than {value} characters.",
+        "minLength": lambda: (
+            "Must not be empty." if value == 1 else f"Shorter than {value} characters."
+        ),
+        "pattern": lambda: "Must not be blank." if value == r"\S" else f"Must match {value}.",
+        "maximum": lambda: f"Must be at most {value}.",
+        "minimum": lambda: f"Must be at least {value}.",
+        "exclusiveMaximum": lambda: f"Must be less than {value}.",
+        "exclusiveMinimum": lambda: f"Must be greater than {value}.",
+        "enum": lambda: "Must be one of: " + ", ".join(str(v) for v in value) + ".",
+        "const": lambda: f"Must be {value}.",
+        "maxItems": lambda: f"Must have at most {value} items.",
+        "minItems": lambda: f"Must have at least {value} items.",
+        "uniqueItems": lambda: "Must not contain duplicates.",
+    }
+    make = messages.get(kind)
+    return [(key, make() if make else error.message[:1].upper() + error.message[1:] + ".")]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Every tool, by slug (sorted)."""
+
+    tools: dict[str, Tool]
+
+    def get(self, slug: str) -> Tool | None:
+        return self.tools.get(slug)
+
+    def categories(self) -> tuple[str, ...]:
+        """The categories that have at least one tool, in ``CATEGORIES`` order."""
+        used = {tool.category for tool in self.tools.values()}
+        return tuple(c for c in CATEGORIES if c in used)
+
+    def filter(self, category: str | None = None, plan: str | None = None) -> list[Tool]:
+        """Tools of ``category`` that ``plan`` may run, sorted by slug.
+
+        Raises ValueError for an unknown category or plan; free and starter get no tools.
+        """
+        if category is not None and category not in CATEGORIES:
+            raise ValueError(f"Unknown category {category!r}.")
+        if plan is not None and plan not in _PLAN_ORDER:
+            raise ValueError(f"Unknown plan {plan!r}.")
+        rank = _PLAN_ORDER.index(plan) if plan is not None else len(_PLAN_ORDER)
+        return [
+            tool
+            for tool in self.tools.values()
+            if (category is None or tool.category == category)
+            and _PLAN_ORDER.index(tool.required_plan) <= rank
+        ]
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools.values())
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self.tools

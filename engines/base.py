@@ -1,0 +1,89 @@
+"""The interface every engine implements, and the two errors an engine may raise."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+T = TypeVar("T")
+
+
+class EngineError(Exception):
+    """The input passed validation but the engine cannot process it (the API answers 422).
+
+    ``message`` is shown to the caller as is, so it must say what is wrong with their input.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ProviderUnavailable(Exception):
+    """The engine or its provider cannot serve right now (the API answers 503)."""
+
+    def __init__(self, message: str, retry_after: int = 30) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+
+class Engine:
+    """Runs tools. One instance per engine serves every tool that names it, from any thread.
+
+    ``run`` receives inputs already validated against the tool's input schema and completed
+    with defaults, and the tool's ``params``; it returns a dict valid against the tool's output
+    schema. Subclasses list the Python modules they import lazily in ``requires`` so that a
+    deployment without them reports the engine unavailable instead of failing to start, and
+    describe the ``params`` they accept in ``params_schema`` (checked when the catalogue loads).
+    """
+
+    name: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    params_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+
+    def available(self) -> bool:
+        return self.unavailable_reason() is None
+
+    def unavailable_reason(self) -> str | None:
+        missing = _missing_modules(self.requires)
+        if missing:
+            return f"Engine {self.name} needs the Python package(s) {', '.join(missing)}."
+        return None
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+@functools.cache
+def _missing_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(name for name in modules if importlib.util.find_spec(name) is None)
+
+
+def load_once(loader: Callable[..., T]) -> Callable[..., T]:
+    """Cache a loader's result per arguments, building each value once even under threads.
+
+    ``functools.cache`` may run a slow loader twice when two requests arrive together, and
+    some libraries (langdetect) are not safe to initialise concurrently.
+    """
+    lock = threading.Lock()
+    values: dict[tuple[Any, ...], T] = {}
+
+    @functools.wraps(loader)
+    def load(*args: Any) -> T:
+        try:
+            return values[args]
+        except KeyError:
+            pass
+        with lock:
+            if args not in values:
+                values[args] = loader(*args)
+            return values[args]
+
+    return load

@@ -1,0 +1,321 @@
+"""Code helpers: formatters (SQL, JSON, JS, Python), cron explainer, highlighter, Markdown."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from engines.base import Engine, EngineError, load_once
+
+# --- SQL ---------------------------------------------------------------------------------
+
+_CASES = {"upper": "upper", "lower": "lower", "capitalize": "capitalize", "unchanged": None}
+
+
+class SqlFormatEngine(Engine):
+    name = "code.sql"
+    requires = ("sqlparse",)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        import sqlparse
+        from sqlparse.exceptions import SQLParseError
+
+        sql = inputs["sql"]
+        try:
+            statements = [s for s in sqlparse.split(sql, strip_semicolon=True) if s.strip()]
+            if not statements:
+                raise EngineError("The text contains no SQL statement.")
+            formatted = sqlparse.format(
+                sql,
+                keyword_case=_CASES[inputs["keyword_case"]],
+                identifier_case=_CASES[inputs["identifier_case"]],
+                reindent=inputs["reindent"],
+                indent_width=inputs["indent_width"],
+                strip_comments=inputs["strip_comments"],
+                use_space_around_operators=inputs["spaces_around_operators"],
+            )
+        except SQLParseError as error:
+            raise EngineError(f"The SQL cannot be parsed: {error}") from None
+        return {"formatted": formatted.strip(), "statements": len(statements)}
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class JsonFormatEngine(Engine):
+    name = "code.json"
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        source = inputs["json"]
+        try:
+            value = json.loads(source, parse_constant=_reject_constant)
+        except json.JSONDecodeError as error:
+            raise EngineError(
+                f"Invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}."
+            ) from None
+        except ValueError as error:  # NaN / Infinity, which Python would otherwise accept
+            raise EngineError(f"Invalid JSON: {error}.") from None
+        except RecursionError:
+            raise EngineError("The JSON is nested too deeply to format.") from None
+        indent = inputs["indent"]
+        formatted = json.dumps(
+            value,
+            indent=indent or None,
+            separators=(",", ": ") if indent else (",", ":"),
+            sort_keys=inputs["sort_keys"],
+            ensure_ascii=inputs["ascii_only"],
+        )
+        kind = _JSON_TYPES.get(type(value), "number")
+        return {
+            "formatted": formatted,
+            "type": kind,
+            "items": len(value) if kind in ("object", "array") else None,
+        }
+
+
+# --- JavaScript --------------------------------------------------------------------------
+
+
+class JavaScriptFormatEngine(Engine):
+    name = "code.javascript"
+    requires = ("jsbeautifier",)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        import jsbeautifier
+
+        options = jsbeautifier.default_options()
+        options.indent_size = inputs["indent_size"]
+        options.indent_with_tabs = inputs["indent_with_tabs"]
+        options.brace_style = inputs["brace_style"]
+        options.max_preserve_newlines = inputs["max_preserve_newlines"]
+        options.preserve_newlines = inputs["max_preserve_newlines"] > 0
+        options.end_with_newline = False
+        formatted = jsbeautifier.beautify(inputs["code"], options)
+        return {"formatted": formatted, "lines": len(formatted.splitlines())}
+
+
+# --- Python ------------------------------------------------------------------------------
+
+
+class PythonFormatEngine(Engine):
+    name = "code.python"
+    requires = ("black",)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        import black
+
+        source = inputs["code"]
+        mode = black.Mode(
+            line_length=inputs["line_length"],
+            string_normalization=not inputs["skip_string_normalization"],
+            magic_trailing_comma=inputs["magic_trailing_comma"],
+        )
+        try:
+            formatted = black.format_str(source, mode=mode)
+        except black.parsing.InvalidInput as error:
+            raise EngineError(_describe_black_error(error)) from None
+        except RecursionError:
+            raise EngineError("The code is nested too deeply to format.") from None
+        return {"formatted": formatted, "changed": formatted != source}
+
+
+def _describe_black_error(error: Exception) -> str:
+    # black says "cannot parse: 3:7: <source line>"; lines and columns are 1-based.
+    match = re.match(r"Cannot parse(?: for target version [^:]+)?: (\d+):(\d+)", str(error), re.I)
+    if match:
+        return f"Invalid Python syntax at line {match.group(1)}, column {match.group(2)}."
+    return f"Invalid Python syntax: {error}."
+
+
+# --- cron --------------------------------------------------------------------------------
+
+_MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+_DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+# (field name, output key, lowest, highest, names)
+_CRON_FIELDS = (
+    ("Minute", "minute", 0, 59, []),
+    ("Hour", "hour", 0, 23, []),
+    ("Day of month", "day_of_month", 1, 31, []),
+    ("Month", "month", 1, 12, _MONTHS),
+    ("Day of week", "day_of_week", 0, 7, _DAYS),
+)
+_CRON_ITEM_RE = re.compile(r"^(?P<base>\*|\?|[A-Z0-9]+(?:-[A-Z0-9]+)?)(?:/(?P<step>\d+))?$")
+
+
+def _cron_value(token: str, label: str, low: int, high: int, names: list[str]) -> int:
+    if token in names:
+        return names.index(token) + (1 if label == "Month" else 0)
+    if not token.isdigit():
+        raise EngineError(f"{label}: '{token}' is not a valid value.")
+    value = int(token)
+    if not low <= value <= high:
+        raise EngineError(f"{label}: {value} is out of range {low}-{high}.")
+    return value
+
+
+def _check_cron_field(field: str, label: str, low: int, high: int, names: list[str]) -> None:
+    for item in field.split(","):
+        # Quartz extensions cron_descriptor understands: L, LW, 15W, 5L, 5#3.
+        if label == "Day of month" and re.fullmatch(r"L|LW|L-\d{1,2}|\d{1,2}W", item):
+            continue
+        if label == "Day of week" and re.fullmatch(r"[0-7]L|[0-7]#[1-5]|[A-Z]{3}(L|#[1-5])", item):
+            continue
+        match = _CRON_ITEM_RE.match(item)
+        if not match:
+            raise EngineError(f"{label}: '{item}' is not a valid value.")
+        base, step = match.group("base"), match.group("step")
+        if base == "?" and label not in ("Day of month", "Day of week"):
+            raise EngineError(f"{label}: '?' is only allowed for the day fields.")
+        if base not in ("*", "?"):
+            bounds = [_cron_value(t, label, low, high, names) for t in base.split("-")]
+            if len(bounds) == 2 and bounds[0] > bounds[1]:
+                raise EngineError(f"{label}: the range {base} runs backwards.")
+        if step is not None and not 1 <= int(step) <= high:
+            raise EngineError(f"{label}: step {step} must be between 1 and {high}.")
+
+
+class CronExplainEngine(Engine):
+    name = "code.cron"
+    requires = ("cron_descriptor",)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        from cron_descriptor import (
+            CasingTypeEnum,
+            DescriptionTypeEnum,
+            ExpressionDescriptor,
+            FormatException,
+            Options,
+        )
+
+        raw = " ".join(inputs["expression"].split())
+        expression = _MACROS.get(raw.lower(), raw).upper()
+        if expression.startswith("@"):
+            raise EngineError(f"Unknown cron macro '{raw}'.")
+        fields = expression.split(" ")
+        if len(fields) != 5:
+            raise EngineError(
+                "A cron expression has 5 fields (minute, hour, day of month, month, day of "
+                f"week); this one has {len(fields)}."
+            )
+        for field, (label, _key, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
+            _check_cron_field(field, label, low, high, names)
+        options = Options(
+            CasingTypeEnum.Sentence,
+            verbose=inputs["verbose"],
+            use_24hour_time_format=inputs["use_24_hour_time"],
+            locale_code="en_US",
+        )
+        try:
+            description = ExpressionDescriptor(expression, options).get_description(
+                DescriptionTypeEnum.FULL
+            )
+        except FormatException as error:
+            raise EngineError(f"Invalid cron expression: {error}") from None
+        return {
+            "expression": expression,
+            "description": description,
+            "fields": {spec[1]: value for value, spec in zip(fields, _CRON_FIELDS, strict=True)},
+        }
+
+
+# --- syntax highlighting -----------------------------------------------------------------
+
+
+class HighlightEngine(Engine):
+    name = "code.highlight"
+    requires = ("pygments",)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+        from pygments.util import ClassNotFound
+
+        try:
+            lexer = get_lexer_by_name(inputs["language"], stripnl=False)
+        except ClassNotFound:
+            raise EngineError(f"Unknown language '{inputs['language']}'.") from None
+        formatter = HtmlFormatter(
+            style=inputs["style"],
+            cssclass="highlight",
+            linenos="table" if inputs["line_numbers"] else False,
+            wrapcode=True,
+        )
+        return {
+            "html": highlight(inputs["code"], lexer, formatter),
+            "css": formatter.get_style_defs(".highlight") if inputs["include_css"] else None,
+            "language": lexer.name,
+        }
+
+
+# --- Markdown ----------------------------------------------------------------------------
+
+_SAFE_SCHEMES = frozenset({"", "http", "https", "mailto"})
+
+
+@load_once
+def _safe_markdown_extension() -> Any:
+    """Escape raw HTML and drop javascript:/data: links, so the HTML can be shown as is."""
+    from markdown.extensions import Extension
+    from markdown.treeprocessors import Treeprocessor
+
+    class DropUnsafeLinks(Treeprocessor):
+        def run(self, root: Any) -> None:
+            for element in root.iter():
+                for attribute in ("href", "src"):
+                    value = element.get(attribute)
+                    if value is not None and urlsplit(value.strip()).scheme.lower() not in (
+                        _SAFE_SCHEMES
+                    ):
+                        del element.attrib[attribute]
+
+    class Safe(Extension):
+        def extendMarkdown(self, md: Any) -> None:  # noqa: N802 - Markdown's hook name
+            md.preprocessors.deregister("html_block")
+            md.inlinePatterns.deregister("html")
+            md.treeprocessors.register(DropUnsafeLinks(md), "drop_unsafe_links", 0)
+
+    return Safe
+
+
+class MarkdownEngine(Engine):
+    name = "code.markdown"
+    requires = ("markdown",)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        import markdown
+
+        extensions: list[Any] = list(inputs["extensions"])
+        if inputs["safe"]:
+            extensions.append(_safe_markdown_extension()())
+        # A Markdown instance keeps per-document state: one per call.
+        converter = markdown.Markdown(extensions=extensions, output_format="html")
+        return {"html": converter.convert(inputs["markdown"])}
+
+
+ENGINES = (
+    SqlFormatEngine(),
+    JsonFormatEngine(),
+    JavaScriptFormatEngine(),
+    PythonFormatEngine(),
+    CronExplainEngine(),
+    HighlightEngine(),
+    MarkdownEngine(),
+)
