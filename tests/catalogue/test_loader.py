@@ -1,0 +1,209 @@
+"""The catalogue loader: the real catalogue loads, and every kind of broken record is refused."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from catalogue import CATEGORIES, CatalogueError, load_catalogue
+
+# The smallest record the loader accepts; the cases below break it one way at a time.
+VALID = {
+    "slug": "sample-tool",
+    "name": "Sample Tool",
+    "summary": "Counts words.",
+    "required_plan": "pro",
+    "credit_class": "fast_text",
+    "queue": False,
+    "engine": "text.counts",
+    "primary": "text",
+    "inputs": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["text"],
+        "properties": {
+            "text": {"type": "string", "minLength": 1, "maxLength": 100},
+            "mode": {"type": "string", "enum": ["fast", "slow"], "default": "fast"},
+        },
+    },
+    "output": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["words"],
+        "properties": {"words": {"type": "integer"}},
+    },
+    "examples": [{"input": {"text": "two words"}, "output": {"words": 2}}],
+}
+
+
+def write(directory: Path, records: list[dict], category: str = "writing-analysis") -> str:
+    (directory / f"{category}.yaml").write_text(yaml.safe_dump(records), encoding="utf-8")
+    return str(directory)
+
+
+def record(**changes) -> dict:
+    result = copy.deepcopy(VALID)
+    result.update(changes)
+    return result
+
+
+def problems_of(directory: str) -> list[str]:
+    with pytest.raises(CatalogueError) as caught:
+        load_catalogue(directory)
+    return caught.value.problems
+
+
+def test_the_real_catalogue_loads_at_least_14_tools_in_4_categories():
+    catalogue = load_catalogue()
+    assert len(catalogue.tools) >= 14
+    assert {"seo", "document-summarizing", "code-helpers", "writing-analysis"} <= set(
+        catalogue.categories()
+    )
+
+
+def test_the_real_catalogue_is_sorted_by_slug_and_every_starter_tool_is_light():
+    catalogue = load_catalogue()
+    assert list(catalogue.tools) == sorted(catalogue.tools)
+    assert all(tool.queue is False for tool in catalogue)
+    assert {(t.required_plan, t.credit_class, t.credits) for t in catalogue} == {
+        ("pro", "fast_text", 1)
+    }
+
+
+def test_the_default_catalogue_is_loaded_once_per_process():
+    assert load_catalogue() is load_catalogue()
+
+
+def test_a_valid_directory_loads_its_tool(tmp_path):
+    catalogue = load_catalogue(write(tmp_path, [VALID]))
+    assert list(catalogue.tools) == ["sample-tool"]
+    assert catalogue.get("sample-tool").category == "writing-analysis"
+
+
+def test_an_explicit_directory_is_read_again_on_every_call(tmp_path):
+    write(tmp_path, [VALID])
+    load_catalogue(str(tmp_path))
+    write(tmp_path, [VALID, record(slug="second-tool")])
+    assert list(load_catalogue(str(tmp_path)).tools) == ["sample-tool", "second-tool"]
+
+
+def _with_input(name: str, spec: dict) -> dict:
+    broken = record()
+    broken["inputs"]["properties"][name] = spec
+    return broken
+
+
+def _invalid_schema() -> dict:
+    broken = record()
+    broken["inputs"]["properties"]["text"]["type"] = "text"
+    return broken
+
+
+def _bad_example_output() -> dict:
+    return record(examples=[{"input": {"text": "two words"}, "output": {"words": "two"}}])
+
+
+def _primary_not_required() -> dict:
+    broken = record()
+    broken["inputs"]["required"] = []
+    return broken
+
+
+@pytest.mark.parametrize(
+    "broken, problem",
+    [
+        (record(slug="Bad_Slug"), "Bad_Slug: slug must be lowercase words joined by hyphens "
+         "(^[a-z0-9]+(?:-[a-z0-9]+)*$)."),
+        (record(slug="runs"), "runs: slug 'runs' is reserved."),
+        (record(slug="run"), "run: slug 'run' is reserved."),
+        (_with_input("input", {"type": "string", "maxLength": 10, "default": ""}),
+         "sample-tool: input field 'input' uses a reserved name."),
+        (_with_input("slug", {"type": "string", "maxLength": 10, "default": ""}),
+         "sample-tool: input field 'slug' uses a reserved name."),
+        (_with_input("tone", {"type": "string", "enum": ["formal", "casual"]}),
+         "sample-tool: optional input field 'tone' has no default."),
+        (_with_input("note", {"type": "string", "default": ""}),
+         "sample-tool: string input 'note' has no maxLength."),
+        (_with_input("note", {"type": "string", "maxLength": 100001, "default": ""}),
+         "sample-tool: string input 'note' allows more than 100000 characters."),
+        (_with_input("count", {"type": "integer", "minimum": 1, "default": 0}),
+         "sample-tool: default of input field 'count' is invalid: 0 is less than the minimum "
+         "of 1"),
+        (record(engine="no.such"), "sample-tool: unknown engine 'no.such'."),
+        (record(engine="seo.headings"), "sample-tool: params do not suit engine seo.headings: "
+         "'max_h1_chars' is a required property"),
+        (_primary_not_required(), "sample-tool: inputs.required must be exactly ['text']."),
+        (_invalid_schema(), "sample-tool: inputs is not a valid JSON Schema "
+         "(properties.text.type): 'text' is not valid under any of the given schemas"),
+        (_bad_example_output(), "sample-tool: example 1 output does not match output (words): "
+         "'two' is not of type 'integer'"),
+        (record(examples=[]), "sample-tool: examples: [] should be non-empty"),
+        (record(required_plan="starter"), "sample-tool: required_plan: 'starter' is not one of "
+         "['pro', 'creator', 'business', 'agency']"),
+        (record(credit_class="cheap"), "sample-tool: credit_class: 'cheap' is not one of "
+         "['fast_text', 'premium_text', 'image', 'audio', 'video']"),
+    ],
+    ids=[
+        "bad-slug", "reserved-runs", "reserved-run", "field-named-input", "field-named-slug",
+        "optional-without-default", "string-without-maxlength", "string-too-long",
+        "invalid-default", "unknown-engine", "params-not-for-engine",
+        "primary-not-required", "invalid-schema", "example-output-mismatch", "no-example",
+        "bad-plan", "bad-credit-class",
+    ],
+)  # fmt: skip
+def test_a_broken_record_is_refused_naming_file_and_slug(tmp_path, broken, problem):
+    assert problems_of(write(tmp_path, [broken])) == [f"writing-analysis.yaml: {problem}"]
+
+
+def test_a_primary_that_is_not_an_input_field_is_refused(tmp_path):
+    assert problems_of(write(tmp_path, [record(primary="body")])) == [
+        "writing-analysis.yaml: sample-tool: primary field 'body' is not an input property.",
+        "writing-analysis.yaml: sample-tool: inputs.required must be exactly ['body'].",
+        "writing-analysis.yaml: sample-tool: optional input field 'text' has no default.",
+    ]
+
+
+def test_a_duplicate_slug_is_refused_naming_both_files(tmp_path):
+    write(tmp_path, [VALID], category="seo")
+    write(tmp_path, [VALID], category="writing-analysis")
+    assert problems_of(str(tmp_path)) == [
+        "writing-analysis.yaml: sample-tool: slug already used in seo.yaml."
+    ]
+
+
+def test_a_file_named_after_an_unknown_category_is_refused(tmp_path):
+    assert problems_of(write(tmp_path, [VALID], category="gossip")) == [
+        "gossip.yaml: sample-tool: unknown category 'gossip' (the file name): use one of "
+        + ", ".join(CATEGORIES)
+        + "."
+    ]
+
+
+def test_every_problem_of_every_tool_is_listed_at_once(tmp_path):
+    write(tmp_path, [record(slug="runs", engine="no.such"), record(slug="Other")])
+    with pytest.raises(CatalogueError) as caught:
+        load_catalogue(str(tmp_path))
+    message = str(caught.value)
+    assert message.splitlines() == [
+        "writing-analysis.yaml: runs: slug 'runs' is reserved.",
+        "writing-analysis.yaml: runs: unknown engine 'no.such'.",
+        "writing-analysis.yaml: Other: slug must be lowercase words joined by hyphens "
+        "(^[a-z0-9]+(?:-[a-z0-9]+)*$).",
+    ]
+
+
+def test_an_unknown_key_in_a_record_is_refused(tmp_path):
+    assert problems_of(write(tmp_path, [record(tags=["x"])])) == [
+        "writing-analysis.yaml: sample-tool: record: Additional properties are not allowed "
+        "('tags' was unexpected)"
+    ]
+
+
+def test_a_file_that_is_not_a_list_is_refused(tmp_path):
+    (tmp_path / "seo.yaml").write_text("slug: lonely\n", encoding="utf-8")
+    assert problems_of(str(tmp_path)) == ["seo.yaml: must hold a list of tools."]
+
+
+def test_a_directory_without_tool_files_is_refused(tmp_path):
+    assert problems_of(str(tmp_path)) == [f"{tmp_path}: no tool files (*.yaml)."]
