@@ -20,11 +20,21 @@ class SqlFormatEngine(Engine):
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         import sqlparse
+        from sqlparse import tokens
         from sqlparse.exceptions import SQLParseError
 
         sql = inputs["sql"]
         try:
-            statements = [s for s in sqlparse.split(sql, strip_semicolon=True) if s.strip()]
+            statements = sum(
+                1
+                for statement in sqlparse.parse(sql)
+                if any(
+                    not token.is_whitespace
+                    and token.ttype not in tokens.Comment
+                    and token.ttype not in tokens.Punctuation
+                    for token in statement.flatten()
+                )
+            )
             if not statements:
                 raise EngineError("The text contains no SQL statement.")
             formatted = sqlparse.format(
@@ -38,7 +48,7 @@ class SqlFormatEngine(Engine):
             )
         except SQLParseError as error:
             raise EngineError(f"The SQL cannot be parsed: {error}") from None
-        return {"formatted": formatted.strip(), "statements": len(statements)}
+        return {"formatted": formatted.strip(), "statements": statements}
 
 
 # --- JSON --------------------------------------------------------------------------------
@@ -206,6 +216,8 @@ class CronExplainEngine(Engine):
 
         raw = " ".join(inputs["expression"].split())
         expression = _MACROS.get(raw.lower(), raw).upper()
+        if expression == "@REBOOT":
+            raise EngineError("@reboot runs once when cron starts; it has no schedule to explain.")
         if expression.startswith("@"):
             raise EngineError(f"Unknown cron macro '{raw}'.")
         fields = expression.split(" ")
@@ -272,25 +284,27 @@ _SAFE_SCHEMES = frozenset({"", "http", "https", "mailto"})
 
 @load_once
 def _safe_markdown_extension() -> Any:
-    """Escape raw HTML and drop javascript:/data: links, so the HTML can be shown as is."""
+    """Escape raw HTML, drop javascript:/data: links and on* attributes: safe to display."""
     from markdown.extensions import Extension
     from markdown.treeprocessors import Treeprocessor
 
-    class DropUnsafeLinks(Treeprocessor):
+    class DropUnsafeAttributes(Treeprocessor):
         def run(self, root: Any) -> None:
             for element in root.iter():
-                for attribute in ("href", "src"):
-                    value = element.get(attribute)
-                    if value is not None and urlsplit(value.strip()).scheme.lower() not in (
-                        _SAFE_SCHEMES
-                    ):
-                        del element.attrib[attribute]
+                for name, value in list(element.attrib.items()):
+                    # attr_list lets authors set any attribute, event handlers included.
+                    unsafe_url = (
+                        name in ("href", "src")
+                        and urlsplit(value.strip()).scheme.lower() not in _SAFE_SCHEMES
+                    )
+                    if unsafe_url or name.lower().startswith("on"):
+                        del element.attrib[name]
 
     class Safe(Extension):
         def extendMarkdown(self, md: Any) -> None:  # noqa: N802 - Markdown's hook name
             md.preprocessors.deregister("html_block")
             md.inlinePatterns.deregister("html")
-            md.treeprocessors.register(DropUnsafeLinks(md), "drop_unsafe_links", 0)
+            md.treeprocessors.register(DropUnsafeAttributes(md), "drop_unsafe_attributes", 0)
 
     return Safe
 

@@ -310,7 +310,7 @@ def _heading_issues(headings: list[tuple[int, str]], max_h1_chars: int) -> list[
         issues.append("There is no H1 heading; give the page exactly one.")
     elif len(h1s) > 1:
         issues.append(f"There are {len(h1s)} H1 headings; give the page exactly one.")
-    if headings[0][0] != 1:
+    if h1s and headings[0][0] != 1:
         issues.append(f"The first heading is an H{headings[0][0]}, not the H1.")
     previous_level = 0
     seen: set[tuple[int, str]] = set()
@@ -349,7 +349,7 @@ class HeadingsEngine(Engine):
             "format": kind,
             "headings": [{"level": level, "text": text} for level, text in headings],
             "outline": "\n".join(
-                f"{'  ' * (level - 1)}H{level} {text}" for level, text in headings
+                f"{'  ' * (level - 1)}H{level} {text}".rstrip() for level, text in headings
             ),
             "ok": not issues,
             "issues": issues,
