@@ -1,12 +1,12 @@
 """Extension singletons, bound to the app in ``create_app``."""
 
+from datetime import datetime
+
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
-from datetime import datetime
-
 from sqlalchemy import DateTime
 from sqlalchemy.orm import DeclarativeBase, registry
 

@@ -1,1 +1,1 @@
-from app import create_app; app = create_app()  # noqa: E702
+app = __import__("app").create_app()

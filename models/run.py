@@ -18,9 +18,7 @@ class Run(db.Model):
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    api_key_id: Mapped[str | None] = mapped_column(
-        ForeignKey("api_keys.id", ondelete="SET NULL")
-    )
+    api_key_id: Mapped[str | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
     tool_slug: Mapped[str | None] = mapped_column(String(100))
     workflow_id: Mapped[str | None] = mapped_column(String(100))
     status: Mapped[str] = mapped_column(String(10))

@@ -17,9 +17,7 @@ class UsageEvent(db.Model):
     account_id: Mapped[int] = mapped_column(
         ForeignKey("accounts.id", ondelete="CASCADE"), index=True
     )
-    api_key_id: Mapped[str | None] = mapped_column(
-        ForeignKey("api_keys.id", ondelete="SET NULL")
-    )
+    api_key_id: Mapped[str | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
     run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     tool_slug: Mapped[str] = mapped_column(String(100))
     credits: Mapped[int]

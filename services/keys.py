@@ -221,6 +221,8 @@ def touch(context: KeyContext) -> KeyContext:
         return context
     _last_used_written[context.key_id] = now
     moment = clock.now()
-    db.session.execute(update(ApiKey).where(ApiKey.id == context.key_id).values(last_used_at=moment))
+    db.session.execute(
+        update(ApiKey).where(ApiKey.id == context.key_id).values(last_used_at=moment)
+    )
     db.session.commit()
     return replace(context, last_used_at=moment)

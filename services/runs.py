@@ -81,7 +81,9 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
         free = usage.claim_free_call(context)
         run.credits = 0 if free else tool.credits
         if run.credits != guessed_credits:
-            quota.store().add_credits(context.key_id, run.credits - guessed_credits, reservation.day)
+            quota.store().add_credits(
+                context.key_id, run.credits - guessed_credits, reservation.day
+            )
         usage.record_usage(context, tool.slug, run.id, run.credits, free, moment)
     return RunResult(run, reservation)
 

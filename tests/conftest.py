@@ -127,9 +127,7 @@ def _clean(app):
         yield app
         db.session.remove()
         if db.engine.dialect.name == "postgresql":
-            db.session.execute(
-                sa.text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
-            )
+            db.session.execute(sa.text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE"))
             db.session.commit()
         db.engine.dispose()
     clock.set_offset(timedelta(0))
@@ -200,12 +198,13 @@ def live_server(app):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            requests.get(base + "/v1/health", timeout=1)
+            requests.get(base + "/v1/health", timeout=5)
             break
-        except requests.ConnectionError:
+        except requests.RequestException:
             time.sleep(0.1)
     else:
         process.kill()
+        process.wait()
         pytest.fail("gunicorn did not start")
     yield base
     process.terminate()

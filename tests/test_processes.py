@@ -9,8 +9,6 @@ from models import ApiKey
 from services import accounts, keys
 from tests.conftest import needs_pg, needs_redis
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def _until(check, limit: float) -> float:
     started = time.monotonic()

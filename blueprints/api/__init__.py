@@ -6,8 +6,9 @@ import logging
 from flask import current_app, request
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.routing import BaseConverter
 
-from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers
+from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, too_large
 from blueprints.api.problems import Problem, from_http_exception, problem_response
 from blueprints.api.schemas import ProblemSchema
 
@@ -43,7 +44,11 @@ class PlatformApi(Api):
                 )
 
 
-api = PlatformApi()
+class ToolSlugConverter(BaseConverter):
+    """A path segment naming a tool; ``run`` and ``runs`` are reserved for run routes."""
+
+    regex = r"(?!runs?(?![^/]))[^/]+"
+    pattern = r"^(?!runs?$)[^/]+$"
 
 
 def is_api_request() -> bool:
@@ -66,6 +71,11 @@ def register_api(app) -> None:
             "servers": [{"url": "/", "description": "This server"}],
         },
     )
+    app.url_map.converters["slug"] = ToolSlugConverter
+    api = PlatformApi()
+    api.register_converter(
+        ToolSlugConverter, lambda _: {"type": "string", "pattern": ToolSlugConverter.pattern}
+    )
     api.init_app(app)
     api.spec.components.security_scheme(
         "ApiKeyHeader", {"type": "apiKey", "in": "header", "name": API_KEY_HEADER}
@@ -78,6 +88,7 @@ def register_api(app) -> None:
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Exception, _handle_unexpected)
+    app.before_request(_refuse_large_bodies)
     app.after_request(_api_headers)
 
 
@@ -98,7 +109,13 @@ def _handle_unexpected(error: Exception):
     return problem_response(from_http_exception(InternalServerError()))
 
 
+def _refuse_large_bodies():
+    """413 comes first in the pipeline, before the key is even looked at."""
+    if is_api_request() and (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"]:
+        raise too_large()
+
+
 def _api_headers(response):
-    if is_api_request() and current_app:
+    if is_api_request():
         rate_limit_headers(response)
     return response

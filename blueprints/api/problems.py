@@ -16,6 +16,7 @@ _HTTP_CODES = {
     406: "not_acceptable",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    422: "validation_failed",
     429: "rate_limited",
     500: "internal_error",
 }
@@ -71,6 +72,16 @@ def from_http_exception(error: HTTPException) -> Problem:
         500: "Something went wrong on our side; the request id helps us find out what.",
     }.get(status, error.description or HTTPStatus(status).description)
     headers = {}
+    extensions = {}
+    messages = (getattr(error, "data", None) or {}).get("messages")
+    if status == 422 and isinstance(messages, dict):
+        # webargs (flask-smorest's arguments) nests messages by location: flatten them.
+        extensions["errors"] = {
+            field: [str(m) for m in (problems if isinstance(problems, list) else [problems])]
+            for fields in messages.values()
+            for field, problems in (fields.items() if isinstance(fields, dict) else [])
+        }
+        detail = f"The request has invalid fields: {', '.join(sorted(extensions['errors']))}."
     if status == 405 and getattr(error, "valid_methods", None):
         headers["Allow"] = ", ".join(sorted(error.valid_methods))
-    return Problem(status, code, detail, headers=headers)
+    return Problem(status, code, detail, headers=headers, **extensions)

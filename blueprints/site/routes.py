@@ -1,8 +1,7 @@
 from flask import Blueprint, render_template, request, url_for
 
 from catalogue import load_catalogue
-from extensions import login_manager
-from extensions import db
+from extensions import db, login_manager
 from models import User
 from services.plans import all_plans
 
@@ -18,8 +17,9 @@ def load_user(user_id: str) -> User | None:
 def home():
     """The landing page."""
     catalogue = load_catalogue()
-    return render_template("site/home.html", tool_count=len(catalogue.tools),
-                           categories=catalogue.categories())
+    return render_template(
+        "site/home.html", tool_count=len(catalogue.tools), categories=catalogue.categories()
+    )
 
 
 @bp.get("/pricing")

@@ -67,6 +67,8 @@ class ChatbotHealth(MethodView):
             "it arrives with the web site.",
             "retriever": {"status": "not_configured"},
             "provider": {
-                "status": "configured" if current_app.config.get("AI_BASE_URL") else "not_configured"
+                "status": "configured"
+                if current_app.config.get("AI_BASE_URL")
+                else "not_configured"
             },
         }

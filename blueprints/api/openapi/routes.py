@@ -8,9 +8,7 @@ from flask_smorest import Blueprint, current_api
 from blueprints.api.docs import PUBLIC
 from blueprints.api.openapi.postman import openapi_to_postman
 
-blp = Blueprint(
-    "openapi", __name__, url_prefix="/v1", description="Machine-readable descriptions."
-)
+blp = Blueprint("openapi", __name__, url_prefix="/v1", description="Machine-readable descriptions.")
 
 
 def openapi_document() -> dict:
@@ -24,7 +22,7 @@ class OpenApiYaml(MethodView):
         responses={
             "200": {
                 "description": "The OpenAPI 3.1 document as YAML (the same as openapi.json).",
-                "content": {"application/yaml": {"schema": {"type": "string"}}},
+                "content": {"application/yaml": {"schema": {"type": "object"}}},
             }
         },
     )

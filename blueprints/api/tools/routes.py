@@ -35,9 +35,7 @@ def tool_inputs(tool: Tool, body: dict) -> dict:
     """Map the ``input`` alias to the tool's main field, then validate (422)."""
     if "input" in body:
         if tool.primary in body:
-            raise validation_failed(
-                {"input": [f"Send either input or {tool.primary}, not both."]}
-            )
+            raise validation_failed({"input": [f"Send either input or {tool.primary}, not both."]})
         body[tool.primary] = body.pop("input")
     errors = tool.validate(body)
     if errors:
@@ -84,13 +82,19 @@ def run_tool_request(tool: Tool, inputs: dict) -> dict:
 def _run_problem(failed: RunFailed) -> Problem:
     if failed.kind == "input":
         return Problem(
-            422, "validation_failed", failed.message, errors={"": [failed.message]},
+            422,
+            "validation_failed",
+            failed.message,
+            errors={"": [failed.message]},
             run_id=failed.run.id,
         )
     if failed.kind == "provider":
         return Problem(
-            503, "provider_unavailable", failed.message,
-            headers={"Retry-After": failed.retry_after or 30}, run_id=failed.run.id,
+            503,
+            "provider_unavailable",
+            failed.message,
+            headers={"Retry-After": failed.retry_after or 30},
+            run_id=failed.run.id,
         )
     return Problem(500, "internal_error", failed.message, run_id=failed.run.id)
 
@@ -106,7 +110,7 @@ class Tools(MethodView):
         return {"tools": tools, "count": len(tools)}
 
 
-@blp.route("/tools/<string:slug>")
+@blp.route("/tools/<slug:slug>")
 class ToolBySlug(MethodView):
     @blp.response(200, ToolSchema)
     @blp.doc(security=PUBLIC, responses=problem_responses(404))
@@ -115,7 +119,7 @@ class ToolBySlug(MethodView):
         return find_tool(slug).to_public()
 
 
-@blp.route("/public/tools/<string:slug>/run")
+@blp.route("/public/tools/<slug:slug>/run")
 class RunBySlug(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(

@@ -3,8 +3,17 @@ def test_catalogue_lists_tools_without_a_key(client):
     assert body["count"] == len(body["tools"]) >= 12
     assert len({tool["category"] for tool in body["tools"]}) >= 4
     tool = body["tools"][0]
-    for field in ("slug", "name", "category", "summary", "required_plan", "credit_class",
-                  "input_schema", "output_schema", "available"):
+    for field in (
+        "slug",
+        "name",
+        "category",
+        "summary",
+        "required_plan",
+        "credit_class",
+        "input_schema",
+        "output_schema",
+        "available",
+    ):
         assert field in tool
 
 

@@ -20,9 +20,10 @@ def test_method_not_allowed_lists_allow(client):
 
 
 def test_request_id_is_echoed_or_made(client):
-    assert client.get("/v1/health", headers={"X-Request-Id": "abc-123"}).headers[
-        "X-Request-Id"
-    ] == "abc-123"
+    assert (
+        client.get("/v1/health", headers={"X-Request-Id": "abc-123"}).headers["X-Request-Id"]
+        == "abc-123"
+    )
     made = client.get("/v1/health", headers={"X-Request-Id": "bad id with spaces"})
     assert len(made.headers["X-Request-Id"]) == 32
 

@@ -46,9 +46,9 @@ def test_bad_key_is_401(client, path, headers):
 def test_revoked_key_is_401(client, make_key, runner):
     raw = make_key("pro")
     assert client.get("/v1/public/whoami", headers=auth(raw)).status_code == 200
-    from services.keys import hash_key
-    from models import ApiKey
     from extensions import db
+    from models import ApiKey
+    from services.keys import hash_key
 
     key = db.session.scalar(db.select(ApiKey).where(ApiKey.key_hash == hash_key(raw)))
     result = runner.invoke(args=["keys", "revoke", key.id])
@@ -99,8 +99,9 @@ def test_free_keys_may_call_whoami(client, make_key, plan):
     ],
 )
 def test_unknown_slug_is_404(client, make_key, path, body):
-    body = assert_problem(client.post(path, headers=auth(make_key()), json=body), 404,
-                          "tool_not_found")
+    body = assert_problem(
+        client.post(path, headers=auth(make_key()), json=body), 404, "tool_not_found"
+    )
     assert "no-such-tool" in body["detail"]
 
 
@@ -206,8 +207,12 @@ def test_refusals_before_the_run_do_not_consume_quota(client, make_key, status_p
     raw = make_key("pro", daily_override=1)
     for body in ({"input": 12}, {"input": TEXT, "nope": 1}):
         assert client.post(SLUG_RUN, headers=auth(raw), json=body).status_code == 422
-    assert client.post("/v1/public/tools/nope/run", headers=auth(raw),
-                       json={"input": TEXT}).status_code == 404
+    assert (
+        client.post(
+            "/v1/public/tools/nope/run", headers=auth(raw), json={"input": TEXT}
+        ).status_code
+        == 404
+    )
     usage = client.get(status_path, headers=auth(raw)).get_json()["usage"]
     assert usage["calls_today"] == 0
     assert client.post(SLUG_RUN, headers=auth(raw), json={"input": TEXT}).status_code == 200

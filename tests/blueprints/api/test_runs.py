@@ -11,16 +11,26 @@ from tests.conftest import auth
 
 @pytest.mark.parametrize(
     "path, body",
-    [(SLUG_RUN, {"input": TEXT}), (DISPATCH, {"slug": TOOL, "input": TEXT}),
-     (DISPATCH, {"slug": TOOL, "text": TEXT})],
+    [
+        (SLUG_RUN, {"input": TEXT}),
+        (DISPATCH, {"slug": TOOL, "input": TEXT}),
+        (DISPATCH, {"slug": TOOL, "text": TEXT}),
+    ],
     ids=["slug-in-path", "dispatcher-input-alias", "dispatcher-own-field"],
 )
 def test_run_returns_the_result_and_records_it(client, make_key, path, body):
     response = client.post(path, headers=auth(make_key()), json=body)
     assert response.status_code == 200, response.get_json()
     result = response.get_json()
-    assert set(result) == {"run_id", "tool", "status", "output", "credits", "duration_ms",
-                           "sandbox"}
+    assert set(result) == {
+        "run_id",
+        "tool",
+        "status",
+        "output",
+        "credits",
+        "duration_ms",
+        "sandbox",
+    }
     assert result["tool"] == TOOL and result["status"] == "succeeded"
     assert result["sandbox"] is False
     assert result["output"]["words"] == 11
@@ -56,9 +66,10 @@ def test_first_100_calls_are_free_then_credits_are_charged(client, make_key):
 def test_free_calls_are_counted_per_account_never_over_100(client, make_key):
     raw = make_key()
     for _ in range(3):
-        assert client.post(SLUG_RUN, headers=auth(raw), json={"input": TEXT}).get_json()[
-            "credits"
-        ] == 0
+        assert (
+            client.post(SLUG_RUN, headers=auth(raw), json={"input": TEXT}).get_json()["credits"]
+            == 0
+        )
     assert db.session.scalar(db.select(Account.free_calls_used)) == 3
 
 

@@ -36,9 +36,9 @@ def test_whoami_does_not_consume_quota(client, make_key):
     raw = make_key("pro", daily_override=5)
     for _ in range(3):
         client.get("/v1/public/whoami", headers=auth(raw))
-    assert client.get("/v1/public/whoami", headers=auth(raw)).get_json()["usage"][
-        "calls_today"
-    ] == 0
+    assert (
+        client.get("/v1/public/whoami", headers=auth(raw)).get_json()["usage"]["calls_today"] == 0
+    )
 
 
 def test_rate_limit_headers_on_authenticated_responses(client, make_key):

@@ -36,7 +36,7 @@ def test_every_operation_is_documented_without_a_catch_all_default(client):
         for method in item
         if method in {"get", "post", "put", "patch", "delete"}
     }
-    assert OPERATIONS <= found
+    assert found >= OPERATIONS
     for path, item in document["paths"].items():
         for method, operation in item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
