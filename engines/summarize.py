@@ -56,9 +56,6 @@ class ExtractiveSummaryEngine(Engine):
     }
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        import importlib
-
-        from sumy.nlp.stemmers import Stemmer
         from sumy.parsers.plaintext import PlaintextParser
 
         language = inputs["language"]
@@ -67,11 +64,11 @@ class ExtractiveSummaryEngine(Engine):
         total = len(document.sentences)
         if total == 0:
             raise EngineError("The text has no sentences to summarize.")
-        module, class_name = _SUMMARIZERS[inputs["algorithm"]]
-        summarizer_class = getattr(importlib.import_module(module), class_name)
-        summarizer = summarizer_class(Stemmer(_SUMY_LANGUAGES[language]))
-        summarizer.stop_words = _text.stop_words(language)
-        picked = [str(s) for s in summarizer(document, inputs[params["count_field"]])]
+        count = inputs[params["count_field"]]
+        if total <= count:
+            picked = [str(s) for s in document.sentences]
+        else:
+            picked = self._pick(document, count, inputs["algorithm"], language)
         if params["format"] == "bullets":
             return {
                 "points": picked,
@@ -79,6 +76,29 @@ class ExtractiveSummaryEngine(Engine):
                 "source_sentences": total,
             }
         return {"summary": " ".join(picked), "sentences": picked, "source_sentences": total}
+
+    @staticmethod
+    def _pick(document: Any, count: int, algorithm: str, language: str) -> list[str]:
+        import importlib
+
+        import numpy
+        from sumy.nlp.stemmers import Stemmer
+
+        module, class_name = _SUMMARIZERS[algorithm]
+        summarizer = getattr(importlib.import_module(module), class_name)(
+            Stemmer(_SUMY_LANGUAGES[language])
+        )
+        summarizer.stop_words = _text.stop_words(language)
+        # Sentences sharing no word make similarity matrices with zero rows; numpy warns and
+        # the ranking still completes, so keep the warning out of the logs.
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            picked = [str(s) for s in summarizer(document, count)]
+        # LSA finds nothing in a text of stop words only: fall back to the lead sentences.
+        return picked or [str(s) for s in document.sentences[:count]]
+
+
+# A "sentence" without punctuation can be the whole document: quote only its start.
+_LONGEST_SENTENCE_CHARS = 300
 
 
 class DocumentStatisticsEngine(Engine):
@@ -97,6 +117,8 @@ class DocumentStatisticsEngine(Engine):
         reading = math.ceil(len(words) / inputs["words_per_minute"] * 60)
         speaking = math.ceil(len(words) / inputs["speaking_words_per_minute"] * 60)
         longest = max(sentences, key=lambda s: len(_text.words(s))) if sentences else ""
+        if len(longest) > _LONGEST_SENTENCE_CHARS:
+            longest = longest[: _LONGEST_SENTENCE_CHARS - 1].rstrip() + "…"
         return {
             "words": len(words),
             "sentences": len(sentences),

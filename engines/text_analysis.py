@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from engines import _text
@@ -182,7 +183,10 @@ class SpellingEngine(Engine):
                 continue
             if key not in suggestions:
                 suggestions[key] = self._suggest(checker, key, inputs["max_suggestions"])
-            issues.append({"word": word, "offset": offset, "suggestions": suggestions[key]})
+            found = suggestions[key]
+            if word[0].isupper():  # "Teh" -> "The", German nouns keep their capital
+                found = [s[:1].upper() + s[1:] for s in found]
+            issues.append({"word": word, "offset": offset, "suggestions": found})
         return {"words_checked": len(tokens), "misspelled": len(issues), "issues": issues}
 
     @staticmethod
@@ -214,8 +218,16 @@ LANGUAGE_NAMES = {
 }  # fmt: skip
 
 
-# Below this, short or mixed-language texts often get a wrong answer.
+# Below these, langdetect's answer is often wrong (it calls "ok" Slovak with certainty).
 _RELIABLE_PROBABILITY = 0.9
+_RELIABLE_LETTERS = 15
+
+
+def _letter_weight(text: str) -> int:
+    # A Chinese or Japanese character carries about as much as a short word.
+    return sum(
+        3 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text if c.isalpha()
+    )
 
 
 @load_once
@@ -258,7 +270,8 @@ class LanguageEngine(Engine):
             "language": best["language"],
             "name": best["name"],
             "probability": best["probability"],
-            "reliable": best["probability"] >= _RELIABLE_PROBABILITY,
+            "reliable": best["probability"] >= _RELIABLE_PROBABILITY
+            and _letter_weight(inputs["text"]) >= _RELIABLE_LETTERS,
             "candidates": candidates,
         }
 

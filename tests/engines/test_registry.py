@@ -1,0 +1,93 @@
+"""The engine registry, run_tool, and every catalogue tool reproducing its own example."""
+
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+import engines
+from catalogue import load_catalogue
+from engines import Engine, EngineError, ProviderUnavailable, engine_names, get_engine, run_tool
+
+SLUGS = sorted(load_catalogue().tools)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_tool_reproduces_its_example_output(slug):
+    tool = load_catalogue().get(slug)
+    example = tool.examples[0]
+    output = run_tool(tool, tool.with_defaults(example["input"]))
+    Draft202012Validator(tool.output).validate(output)
+    assert output == example["output"]
+
+
+def test_every_engine_is_used_by_a_tool():
+    assert {tool.engine for tool in load_catalogue()} == set(engine_names())
+
+
+def test_engine_names_are_sorted_and_prefixed_by_family():
+    names = engine_names()
+    assert list(names) == sorted(names)
+    assert {name.split(".")[0] for name in names} == {"code", "seo", "summarize", "text"}
+
+
+def test_get_engine_returns_the_registered_engine():
+    engine = get_engine("text.counts")
+    assert isinstance(engine, Engine) and engine.name == "text.counts"
+
+
+def test_get_engine_raises_key_error_for_an_unknown_name():
+    with pytest.raises(KeyError):
+        get_engine("no.such")
+
+
+def test_run_tool_refuses_an_engine_whose_package_is_missing(monkeypatch):
+    monkeypatch.setattr(get_engine("text.sentiment"), "requires", ("no_such_module_xyz",))
+    tool = load_catalogue().get("sentiment-analyzer")
+    with pytest.raises(ProviderUnavailable) as caught:
+        run_tool(tool, tool.with_defaults({"text": "Great!"}))
+    assert caught.value.message == (
+        "Engine text.sentiment needs the Python package(s) no_such_module_xyz."
+    )
+    assert caught.value.retry_after == 30
+
+
+def test_local_engines_are_available_with_the_pinned_requirements():
+    assert [name for name in engine_names() if not get_engine(name).available()] == []
+
+
+def test_engine_errors_carry_their_message_and_retry_after():
+    assert EngineError("Bad SQL.").message == "Bad SQL."
+    assert str(EngineError("Bad SQL.")) == "Bad SQL."
+    assert ProviderUnavailable("Down.", retry_after=17).retry_after == 17
+
+
+def test_importing_engines_loads_no_heavy_library():
+    import subprocess
+    import sys
+
+    heavy = ["yake", "langdetect", "vaderSentiment", "spellchecker", "black", "sumy", "nltk",
+             "textstat", "sqlparse", "jsbeautifier", "pygments", "markdown", "pysbd"]  # fmt: skip
+    code = (
+        "import sys, engines, catalogue; catalogue.load_catalogue(); "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    root = Path(engines.__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=root,
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_registry_refuses_two_engines_with_one_name(monkeypatch):
+    class Twin(Engine):
+        name = "text.counts"
+
+    monkeypatch.setattr(engines.text_analysis, "ENGINES", (*engines.text_analysis.ENGINES, Twin()))
+    with pytest.raises(RuntimeError, match="Two engines are named text.counts."):
+        engines._build_registry()
