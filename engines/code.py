@@ -14,41 +14,56 @@ from engines.base import Engine, EngineError, load_once
 _CASES = {"upper": "upper", "lower": "lower", "capitalize": "capitalize", "unchanged": None}
 
 
+class _StatementCounter:
+    """A sqlparse filter counting statements that hold more than comments and semicolons."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def process(self, statement: Any) -> Any:
+        from sqlparse import tokens
+
+        if any(
+            not token.is_whitespace
+            and token.ttype not in tokens.Comment
+            and token.ttype not in tokens.Punctuation
+            for token in statement.flatten()
+        ):
+            self.count += 1
+        return statement
+
+
 class SqlFormatEngine(Engine):
     name = "code.sql"
     requires = ("sqlparse",)
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        import sqlparse
-        from sqlparse import tokens
+        from sqlparse import engine, filters, formatter
         from sqlparse.exceptions import SQLParseError
 
-        sql = inputs["sql"]
+        # sqlparse.format() spelled out, to count statements in the same pass (parsing is
+        # the slow part: about 15 ms per 1,000 characters).
+        options = formatter.validate_options(
+            {
+                "keyword_case": _CASES[inputs["keyword_case"]],
+                "identifier_case": _CASES[inputs["identifier_case"]],
+                "reindent": inputs["reindent"],
+                "indent_width": inputs["indent_width"],
+                "strip_comments": inputs["strip_comments"],
+                "use_space_around_operators": inputs["spaces_around_operators"],
+            }
+        )
+        stack = formatter.build_filter_stack(engine.FilterStack(), options)
+        counter = _StatementCounter()
+        stack.postprocess.insert(0, counter)
+        stack.postprocess.append(filters.SerializerUnicode())
         try:
-            statements = sum(
-                1
-                for statement in sqlparse.parse(sql)
-                if any(
-                    not token.is_whitespace
-                    and token.ttype not in tokens.Comment
-                    and token.ttype not in tokens.Punctuation
-                    for token in statement.flatten()
-                )
-            )
-            if not statements:
-                raise EngineError("The text contains no SQL statement.")
-            formatted = sqlparse.format(
-                sql,
-                keyword_case=_CASES[inputs["keyword_case"]],
-                identifier_case=_CASES[inputs["identifier_case"]],
-                reindent=inputs["reindent"],
-                indent_width=inputs["indent_width"],
-                strip_comments=inputs["strip_comments"],
-                use_space_around_operators=inputs["spaces_around_operators"],
-            )
+            formatted = "".join(stack.run(inputs["sql"]))
         except SQLParseError as error:
             raise EngineError(f"The SQL cannot be parsed: {error}") from None
-        return {"formatted": formatted.strip(), "statements": statements}
+        if not counter.count:
+            raise EngineError("The text contains no SQL statement.")
+        return {"formatted": formatted.strip(), "statements": counter.count}
 
 
 # --- JSON --------------------------------------------------------------------------------

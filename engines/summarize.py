@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -17,6 +19,8 @@ _SUMY_LANGUAGES = {
     "es": "spanish",
     "it": "italian",
 }
+
+_WARNINGS_LOCK = threading.Lock()
 
 _SUMMARIZERS = {
     "textrank": ("sumy.summarizers.text_rank", "TextRankSummarizer"),
@@ -89,10 +93,14 @@ class ExtractiveSummaryEngine(Engine):
             Stemmer(_SUMY_LANGUAGES[language])
         )
         summarizer.stop_words = _text.stop_words(language)
-        # Sentences sharing no word make similarity matrices with zero rows; numpy warns and
-        # the ranking still completes, so keep the warning out of the logs.
-        with numpy.errstate(divide="ignore", invalid="ignore"):
-            picked = [str(s) for s in summarizer(document, count)]
+        # Sentences sharing no word make similarity matrices with zero rows, and LSA warns
+        # when a text has fewer distinct words than sentences; either way the ranking still
+        # completes, so keep both warnings out of the logs. catch_warnings swaps a global
+        # filter list: the lock keeps two summaries from restoring each other's.
+        with _WARNINGS_LOCK, warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Number of words", category=UserWarning)
+            with numpy.errstate(divide="ignore", invalid="ignore"):
+                picked = [str(s) for s in summarizer(document, count)]
         # LSA finds nothing in a text of stop words only: fall back to the lead sentences.
         return picked or [str(s) for s in document.sentences[:count]]
 

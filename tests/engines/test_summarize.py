@@ -138,3 +138,9 @@ def test_statistics_quote_the_longest_sentence_up_to_300_characters(run):
 def test_statistics_refuse_text_without_words(run):
     with pytest.raises(EngineError, match="^The text has no words.$"):
         run("document-statistics", text="!!! ...")
+
+
+def test_lsa_summary_of_few_distinct_words_does_not_warn(run):
+    text = " ".join(f"Cats nap{'.' if i % 2 else '!'}" for i in range(12))
+    result = run("text-summarizer", text=text, sentences=2, algorithm="lsa")
+    assert result["sentences"] == ["Cats nap!", "Cats nap."]
