@@ -61,7 +61,6 @@ class Config:
             "SECRET_KEY": os.environ.get("SECRET_KEY"),
             "SQLALCHEMY_DATABASE_URI": _database_url(),
             "REDIS_URL": redis_url,
-            "RATELIMIT_STORAGE_URI": redis_url or "memory://",
             "AI_BASE_URL": os.environ.get("AI_BASE_URL") or None,
             "AI_API_KEY": os.environ.get("AI_API_KEY") or None,
             "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,

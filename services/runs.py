@@ -62,6 +62,7 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
         tool_slug=tool.slug,
         status="running",
         sandbox=context.sandbox,
+        credits=0,
         input=inputs,
         created_at=moment,
         started_at=moment,

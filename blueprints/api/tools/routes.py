@@ -62,13 +62,11 @@ def run_tool_request(tool: Tool, inputs: dict) -> dict:
             resets_at=clock.next_midnight().isoformat().replace("+00:00", "Z"),
         ) from None
     except RunFailed as failed:
+        problem = _run_problem(failed)
         db.session.commit()
-        raise _run_problem(failed) from None
-    db.session.commit()
+        raise problem from None
     run = result.run
-    if result.reservation is not None:
-        g.day_usage = Usage(result.reservation.day, result.reservation.used, 0)
-    return {
+    body = {
         "run_id": run.id,
         "tool": run.tool_slug,
         "status": run.status,
@@ -77,6 +75,11 @@ def run_tool_request(tool: Tool, inputs: dict) -> dict:
         "duration_ms": run.duration_ms,
         "sandbox": run.sandbox,
     }
+    # The answer is built before the commit: reading the run afterwards would reload it.
+    db.session.commit()
+    if result.reservation is not None:
+        g.day_usage = Usage(result.reservation.day, result.reservation.used, 0)
+    return body
 
 
 def _run_problem(failed: RunFailed) -> Problem:
