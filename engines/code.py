@@ -9,6 +9,48 @@ from urllib.parse import urlsplit
 
 from engines.base import Engine, EngineError, load_once
 
+# Formatters indent every level: deep nesting makes black and jsbeautifier slow and the
+# output quadratic in size (5,000 nested braces beautify to 25 MB).
+_MAX_NESTING = 100
+_NESTING_TOKEN_RE = re.compile(r"[()\[\]{}\"'`\\]")
+
+
+def _refuse_deep_nesting(code: str, what: str) -> None:
+    """Refuse code nested more than _MAX_NESTING brackets deep (strings are skipped)."""
+    depth = 0
+    quote = None
+    escaped = False
+    for match in _NESTING_TOKEN_RE.finditer(code):
+        char = match.group()
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = quote is not None
+        elif quote:
+            quote = None if char == quote else quote
+        elif char in "\"'`":
+            quote = char
+        elif char in "([{":
+            depth += 1
+            if depth > _MAX_NESTING:
+                raise EngineError(f"The {what} is nested more than {_MAX_NESTING} levels deep.")
+        else:
+            depth = max(depth - 1, 0)
+
+
+# Indentation can still multiply the size of deeply nested input; answers stay under this.
+_MAX_OUTPUT_CHARS = 1_000_000
+
+
+def _refuse_huge(formatted: str) -> str:
+    if len(formatted) > _MAX_OUTPUT_CHARS:
+        raise EngineError(
+            f"The formatted result would be {len(formatted):,} characters, over the "
+            f"{_MAX_OUTPUT_CHARS:,} limit; use less indentation or send less code."
+        )
+    return formatted
+
+
 # --- SQL ---------------------------------------------------------------------------------
 
 _CASES = {"upper": "upper", "lower": "lower", "capitalize": "capitalize", "unchanged": None}
@@ -63,7 +105,7 @@ class SqlFormatEngine(Engine):
             raise EngineError(f"The SQL cannot be parsed: {error}") from None
         if not counter.count:
             raise EngineError("The text contains no SQL statement.")
-        return {"formatted": formatted.strip(), "statements": counter.count}
+        return {"formatted": _refuse_huge(formatted.strip()), "statements": counter.count}
 
 
 # --- JSON --------------------------------------------------------------------------------
@@ -80,6 +122,7 @@ class JsonFormatEngine(Engine):
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         source = inputs["json"]
+        _refuse_deep_nesting(source, "JSON")
         try:
             value = json.loads(source, parse_constant=_reject_constant)
         except json.JSONDecodeError as error:
@@ -88,8 +131,6 @@ class JsonFormatEngine(Engine):
             ) from None
         except ValueError as error:  # NaN / Infinity, which Python would otherwise accept
             raise EngineError(f"Invalid JSON: {error}.") from None
-        except RecursionError:
-            raise EngineError("The JSON is nested too deeply to format.") from None
         indent = inputs["indent"]
         formatted = json.dumps(
             value,
@@ -100,7 +141,7 @@ class JsonFormatEngine(Engine):
         )
         kind = _JSON_TYPES.get(type(value), "number")
         return {
-            "formatted": formatted,
+            "formatted": _refuse_huge(formatted),
             "type": kind,
             "items": len(value) if kind in ("object", "array") else None,
         }
@@ -116,6 +157,7 @@ class JavaScriptFormatEngine(Engine):
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         import jsbeautifier
 
+        _refuse_deep_nesting(inputs["code"], "code")
         options = jsbeautifier.default_options()
         options.indent_size = inputs["indent_size"]
         options.indent_with_tabs = inputs["indent_with_tabs"]
@@ -123,7 +165,7 @@ class JavaScriptFormatEngine(Engine):
         options.max_preserve_newlines = inputs["max_preserve_newlines"]
         options.preserve_newlines = inputs["max_preserve_newlines"] > 0
         options.end_with_newline = False
-        formatted = jsbeautifier.beautify(inputs["code"], options)
+        formatted = _refuse_huge(jsbeautifier.beautify(inputs["code"], options))
         return {"formatted": formatted, "lines": len(formatted.splitlines())}
 
 
@@ -138,6 +180,7 @@ class PythonFormatEngine(Engine):
         import black
 
         source = inputs["code"]
+        _refuse_deep_nesting(source, "code")
         mode = black.Mode(
             line_length=inputs["line_length"],
             string_normalization=not inputs["skip_string_normalization"],
@@ -147,9 +190,7 @@ class PythonFormatEngine(Engine):
             formatted = black.format_str(source, mode=mode)
         except black.parsing.InvalidInput as error:
             raise EngineError(_describe_black_error(error)) from None
-        except RecursionError:
-            raise EngineError("The code is nested too deeply to format.") from None
-        return {"formatted": formatted, "changed": formatted != source}
+        return {"formatted": _refuse_huge(formatted), "changed": formatted != source}
 
 
 def _describe_black_error(error: Exception) -> str:
@@ -324,6 +365,27 @@ def _safe_markdown_extension() -> Any:
     return Safe
 
 
+# Python-Markdown scans to the end of the block for the closing bracket of every "[" and
+# "(": unclosed ones cost time quadratic in the block's length (30,000 "[" took 95 s). The
+# budget is the sum, per block, of unclosed brackets times block length (about 0.1 s per
+# million).
+_MARKDOWN_SCAN_BUDGET = 2_000_000
+_BLOCK_SPLIT_RE = re.compile(r"\n[ \t]*\n")
+
+
+def _refuse_unclosed_brackets(text: str) -> None:
+    cost = 0
+    for block in _BLOCK_SPLIT_RE.split(text):
+        unclosed = max(block.count("[") - block.count("]"), 0)
+        unclosed += max(block.count("(") - block.count(")"), 0)
+        cost += unclosed * len(block)
+    if cost > _MARKDOWN_SCAN_BUDGET:
+        raise EngineError(
+            "The Markdown has too many unclosed [ or ( to convert; close them or escape them "
+            "as \\[ and \\(."
+        )
+
+
 class MarkdownEngine(Engine):
     name = "code.markdown"
     requires = ("markdown",)
@@ -331,12 +393,16 @@ class MarkdownEngine(Engine):
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         import markdown
 
+        _refuse_unclosed_brackets(inputs["markdown"])
         extensions: list[Any] = list(inputs["extensions"])
         if inputs["safe"]:
             extensions.append(_safe_markdown_extension()())
         # A Markdown instance keeps per-document state: one per call.
         converter = markdown.Markdown(extensions=extensions, output_format="html")
-        return {"html": converter.convert(inputs["markdown"])}
+        try:
+            return {"html": converter.convert(inputs["markdown"])}
+        except RecursionError:
+            raise EngineError("The Markdown is nested too deeply to convert.") from None
 
 
 ENGINES = (

@@ -116,7 +116,7 @@ class SerpSnippetEngine(Engine):
             )
         elif length > params["max_chars"]:
             issues.append(
-                f"{label} is {length} characters; keep it under {params['max_chars'] + 1}."
+                f"{label} is {length} characters; keep it to {params['max_chars']} or fewer."
             )
         if width > params["max_px"]:
             issues.append(

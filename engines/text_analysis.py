@@ -14,13 +14,6 @@ def _round(value: float, digits: int = 2) -> float:
     return round(float(value), digits)
 
 
-def _require_words(text: str, what: str) -> list[str]:
-    found = _text.words(text)
-    if not found:
-        raise EngineError(f"The text has no words to {what}.")
-    return found
-
-
 # --- readability -------------------------------------------------------------------------
 
 
@@ -65,7 +58,8 @@ class ReadabilityEngine(Engine):
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         text = inputs["text"]
-        _require_words(text, "score")
+        if not _text.words(text):
+            raise EngineError("The text has no words to score.")
         ts = _textstat()
         lang = "en_US"
         metrics, counts = ts.metrics, ts.counts
@@ -168,11 +162,15 @@ class SpellingEngine(Engine):
         checker = _spell_checker(inputs["language"])
         skipped = [m.span() for m in _SKIP_SPAN_RE.finditer(text)]
         tokens = []
+        next_skip = 0  # both lists run in text order: walk them together
         for match in _SPELL_WORD_RE.finditer(text):
             start = match.start()
-            if any(a <= start < b for a, b in skipped) or not _should_check(match.group()):
+            while next_skip < len(skipped) and skipped[next_skip][1] <= start:
+                next_skip += 1
+            if next_skip < len(skipped) and skipped[next_skip][0] <= start:
                 continue
-            tokens.append((match.group(), start))
+            if _should_check(match.group()):
+                tokens.append((match.group(), start))
         lookup = {word: word.replace("’", "'").lower() for word, _ in tokens}
         unknown = checker.unknown(lookup.values())
         suggestions: dict[str, list[str]] = {}

@@ -53,6 +53,17 @@ def test_json_can_be_minified_with_sorted_keys(run):
     assert result["formatted"] == '{"a":"é","b":[1,2]}'
 
 
+def test_json_nested_100_levels_is_formatted(run):
+    assert run("json-formatter", json="[" * 100 + "]" * 100, indent=0)["formatted"] == (
+        "[" * 100 + "]" * 100
+    )
+
+
+def test_json_brackets_inside_strings_do_not_count_as_nesting(run):
+    source = '["' + "[" * 200 + '\\"{"]'
+    assert run("json-formatter", json=source)["items"] == 1
+
+
 def test_json_can_escape_non_ascii(run):
     assert run("json-formatter", json='["é"]', ascii_only=True)["formatted"] == (
         '[\n  "\\u00e9"\n]'
@@ -77,7 +88,7 @@ def test_json_reports_the_top_level_type(run, source, kind, items):
          "double quotes."),
         ('{"a": 1} x', "Invalid JSON at line 1, column 10: Extra data."),
         ("[NaN]", "Invalid JSON: NaN is not valid JSON."),
-        ("[" * 50000, "The JSON is nested too deeply to format."),
+        ("[" * 101, "The JSON is nested more than 100 levels deep."),
     ],
     ids=["missing-value", "single-quotes", "trailing-data", "nan", "too-deep"],
 )  # fmt: skip
@@ -105,6 +116,25 @@ def test_javascript_blank_lines_can_be_removed(run):
         "formatted": "a();\nb();",
         "lines": 2,
     }
+
+
+@pytest.mark.parametrize(
+    "slug, code", [("javascript-beautifier", "{" * 101), ("python-formatter", "x = " + "[" * 101)]
+)
+def test_formatters_refuse_code_nested_over_100_levels(run, slug, code):
+    with pytest.raises(EngineError) as caught:
+        run(slug, code=code)
+    assert caught.value.message == "The code is nested more than 100 levels deep."
+
+
+def test_formatted_output_over_a_million_characters_is_refused(run):
+    code = "{" * 100 + "a;\n" * 30000
+    with pytest.raises(EngineError) as caught:
+        run("javascript-beautifier", code=code)
+    assert caught.value.message == (
+        "The formatted result would be 6,100,099 characters, over the 1,000,000 limit; use "
+        "less indentation or send less code."
+    )
 
 
 def test_javascript_can_indent_with_tabs(run):
@@ -266,6 +296,23 @@ def test_safe_markdown_drops_event_handler_attributes(run):
 def test_unsafe_markdown_keeps_raw_html(run):
     result = run("markdown-to-html", markdown="Hi <b>bold</b>", safe=False)
     assert result["html"] == "<p>Hi <b>bold</b></p>"
+
+
+@pytest.mark.parametrize("markdown", ["[" * 1500, "[x](" * 1000, ("[" * 100 + "\n\n") * 300])
+def test_markdown_with_thousands_of_unclosed_brackets_is_refused(run, markdown):
+    # Python-Markdown takes quadratic time on these (30,000 "[" took 95 s).
+    with pytest.raises(EngineError, match="too many unclosed"):
+        run("markdown-to-html", markdown=markdown)
+
+
+def test_markdown_with_many_closed_links_is_converted(run):
+    markdown = "\n".join(f"- [link {i}](https://example.com/{i})" for i in range(2500))
+    assert run("markdown-to-html", markdown=markdown)["html"].count("<a href=") == 2500
+
+
+def test_markdown_nested_too_deeply_is_refused(run):
+    with pytest.raises(EngineError, match="^The Markdown is nested too deeply to convert.$"):
+        run("markdown-to-html", markdown="- " * 5000 + "x")
 
 
 def test_markdown_extensions_can_be_chosen(run):
