@@ -7,6 +7,7 @@ revocation and plan changes therefore reach every process within that time.
 
 import base64
 import hashlib
+import re
 import secrets
 import string
 import threading
@@ -68,12 +69,11 @@ def key_hint(raw: str) -> str:
     return f"{KEY_PREFIX}{body[:4]}…{body[-4:]}"
 
 
+_KEY_SHAPE = re.compile(rf"{KEY_PREFIX}[A-Za-z0-9]{{{KEY_RANDOM_LENGTH}}}")
+
+
 def looks_like_key(raw: str) -> bool:
-    return (
-        len(raw) == len(KEY_PREFIX) + KEY_RANDOM_LENGTH
-        and raw.startswith(KEY_PREFIX)
-        and all(c in _ALPHABET for c in raw[len(KEY_PREFIX) :])
-    )
+    return _KEY_SHAPE.fullmatch(raw) is not None
 
 
 def new_webhook_secret() -> str:

@@ -57,8 +57,12 @@ class Usage:
     credits: int
 
 
-def _key(key_id: str, day: str) -> str:
+def usage_key(key_id: str, day: str) -> str:
+    """The Redis hash of one key's calls and credits on one UTC day."""
     return f"quota:{key_id}:{day}"
+
+
+_key = usage_key
 
 
 class RedisQuota:

@@ -6,28 +6,16 @@ body parses (400) → ... → quota (429, in services/runs.py). Each step raises
 
 import json
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 
 from flask import current_app, g, request
-from limits import RateLimitItemPerMinute
 
 from blueprints.api.problems import Problem
-from extensions import limiter
-from services import clock, keys, quota
+from services import clock, keys, quota, ratelimit
 from services.keys import KeyContext
 from services.plans import upgrade_url
 
 API_KEY_HEADER = "X-SVC-API-Key"
-LIMIT_SCOPE = "api-key"
-
-
-@dataclass(frozen=True)
-class MinuteWindow:
-    limit: int
-    remaining: int
-    reset_at: float
 
 
 def raw_key_from_request() -> str | None:
@@ -39,8 +27,12 @@ def raw_key_from_request() -> str | None:
     return raw.strip() if raw else None
 
 
-def authenticate() -> KeyContext:
-    """Resolve the key (401) and spend one request of its per-minute limit (429)."""
+def authenticate(*, read_usage: bool = False) -> KeyContext:
+    """Resolve the key (401) and spend one request of its per-minute limit (429).
+
+    With ``read_usage`` the day's usage is read too (``g.day_usage``), in the same Redis
+    round trip where the limiter's storage allows it.
+    """
     raw = raw_key_from_request()
     if not raw:
         raise Problem(
@@ -59,23 +51,18 @@ def authenticate() -> KeyContext:
             headers={"WWW-Authenticate": f'ApiKey header="{API_KEY_HEADER}"'},
         )
     g.key = context
-    _spend_minute(context)
-    return keys.touch(context)
-
-
-@cache
-def _minute_item(per_minute: int) -> RateLimitItemPerMinute:
-    return RateLimitItemPerMinute(per_minute)
-
-
-def _spend_minute(context: KeyContext) -> None:
-    item = _minute_item(context.per_minute)
-    strategy = limiter.limiter
-    allowed = strategy.hit(item, LIMIT_SCOPE, context.key_hash)
-    reset_at, remaining = strategy.get_window_stats(item, LIMIT_SCOPE, context.key_hash)
-    g.minute_window = MinuteWindow(context.per_minute, remaining, reset_at)
-    if not allowed:
-        retry_after = max(1, int(reset_at - time.time() + 0.999))
+    now = clock.now()
+    also_read = quota.usage_key(context.key_id, clock.utc_day(now)) if read_usage else None
+    window = ratelimit.spend_minute(context.key_hash, context.per_minute, also_read)
+    g.minute_window = window
+    if read_usage:
+        g.day_usage = (
+            quota.Usage(clock.utc_day(now), *window.extra)
+            if window.extra is not None
+            else quota.store().usage(context.key_id, now)
+        )
+    if not window.allowed:
+        retry_after = max(1, int(window.reset_at - time.time() + 0.999))
         raise Problem(
             429,
             "rate_limited",
@@ -84,8 +71,9 @@ def _spend_minute(context: KeyContext) -> None:
             headers={"Retry-After": retry_after},
             limit=context.per_minute,
             remaining=0,
-            resets_at=_iso(reset_at),
+            resets_at=_iso(window.reset_at),
         )
+    return keys.touch(context)
 
 
 def require_api_access(*, on_slug_endpoint: bool = False) -> None:
@@ -163,7 +151,7 @@ def _iso(timestamp: float) -> str:
 
 def rate_limit_headers(response):
     context: KeyContext | None = g.get("key")
-    window: MinuteWindow | None = g.get("minute_window")
+    window: ratelimit.MinuteWindow | None = g.get("minute_window")
     if context is None or window is None:
         return response
     now = time.time()

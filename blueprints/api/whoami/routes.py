@@ -6,7 +6,7 @@ from blueprints.api.docs import API_KEY_SECURITY, problem_responses
 from blueprints.api.pipeline import authenticate
 from blueprints.api.whoami.schemas import WhoamiSchema
 from catalogue import load_catalogue
-from services import clock, quota, usage
+from services import clock, usage
 
 blp = Blueprint("whoami", __name__, url_prefix="/v1/public", description="Identify a key.")
 
@@ -17,10 +17,9 @@ class Whoami(MethodView):
     @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 429))
     def get(self):
         """Identify the calling key, its account, plan and today's usage (any valid key)."""
-        context = authenticate()
+        context = authenticate(read_usage=True)
         now = clock.now()
-        today = quota.store().usage(context.key_id, now)
-        g.day_usage = today
+        today = g.day_usage
         categories = load_catalogue().categories() if context.plan.api_access else []
         return {
             "key": {
