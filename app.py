@@ -51,7 +51,7 @@ def register_logging(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
-    from services import quota
+    from services import quota, recorder
     from services.ratelimit import storage_uri
 
     app.config.setdefault("RATELIMIT_STORAGE_URI", storage_uri(app.config.get("REDIS_URL")))
@@ -62,6 +62,7 @@ def register_extensions(app: Flask) -> None:
     login_manager.init_app(app)
     limiter.init_app(app)
     quota.init_app(app)
+    recorder.init_app(app)
 
 
 def register_catalogue(app: Flask) -> None:

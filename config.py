@@ -41,6 +41,8 @@ class Config:
     # How long a resolved key may be served from the process cache; revocation and plan
     # changes reach every process within this time (the promise is one second).
     KEY_CACHE_SECONDS = 0.5
+    # Inline runs' rows are written in batches this often (0: before the request ends).
+    RUN_RECORD_DELAY = 0.05
     # flask-limiter
     RATELIMIT_HEADERS_ENABLED = False
     RATELIMIT_STRATEGY = "fixed-window"

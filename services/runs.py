@@ -1,23 +1,22 @@
 """Tool runs: reserve quota, run the engine, record the run and its credits.
 
-The caller (a view or a job) commits once afterwards, whatever the outcome: a failed run
-is recorded too, and its quota reservation is already released.
+The run and its usage row are handed to the recorder (written in batches); the caller
+commits once afterwards for the free-call claim. A failed run is recorded too, and its
+quota reservation is already released.
 """
 
 import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import text
-
 from catalogue import Tool
 from engines import EngineError, ProviderUnavailable, run_tool
-from extensions import db
 from models import Run
 from models.base import new_uuid
 from services import clock, quota, usage
 from services.keys import KeyContext
 from services.quota import Reservation
+from services.recorder import recorder
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +68,6 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
         created_at=moment,
         started_at=moment,
     )
-    _relax_commit_durability()
-    db.session.add(run)
     started = time.perf_counter()
     try:
         output = tool.sample_output() if context.sandbox else run_tool(tool, inputs)
@@ -79,6 +76,7 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
             quota.store().release(context.key_id, 1, reservation.day, guessed_credits)
         kind, message, retry_after = _classify(error)
         _finish(run, started, "failed", error={"code": kind, "message": message})
+        recorder().record(run)
         raise RunFailed(run, kind, message, retry_after) from error
     _finish(run, started, "succeeded", output=output)
     if reservation is not None:
@@ -88,19 +86,11 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
             quota.store().add_credits(
                 context.key_id, run.credits - guessed_credits, reservation.day
             )
-        usage.record_usage(context, tool.slug, run.id, run.credits, free, moment)
+        event = usage.usage_event(context, tool.slug, run.id, run.credits, free, moment)
+        recorder().record(run, event)
+    else:
+        recorder().record(run)
     return RunResult(run, reservation)
-
-
-def _relax_commit_durability() -> None:
-    """Let this transaction's commit return before its WAL reaches the disk (PostgreSQL).
-
-    Inline runs are many and small: waiting for the flush dominated their cost (see
-    bench/README.md). A crash of the web process loses nothing; only a crash of the database
-    server itself can lose the last fraction of a second of run and usage rows.
-    """
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
 
 def _finish(run: Run, started: float, status: str, **fields) -> None:

@@ -26,10 +26,11 @@ def claim_free_call(context: KeyContext) -> bool:
     return result.rowcount == 1
 
 
-def record_usage(
+def usage_event(
     context: KeyContext, tool_slug: str, run_id: str, credits: int, free_call: bool, moment
 ) -> UsageEvent:
-    event = UsageEvent(
+    """The ledger row of one successful invocation (the caller records it)."""
+    return UsageEvent(
         account_id=context.account_id,
         api_key_id=context.key_id,
         run_id=run_id,
@@ -38,8 +39,6 @@ def record_usage(
         free_call=free_call,
         created_at=moment,
     )
-    db.session.add(event)
-    return event
 
 
 def free_calls_remaining(account_free_calls_used: int) -> int:

@@ -70,6 +70,7 @@ def app_config(**overrides) -> dict:
         "REDIS_URL": REDIS_URL if HAVE_REDIS else None,
         "SERVER_NAME": "svc.test",
         "PREFERRED_URL_SCHEME": "https",
+        "RUN_RECORD_DELAY": 0,
     }
     settings["RATELIMIT_STORAGE_URI"] = (
         "svc+" + settings["REDIS_URL"] if settings["REDIS_URL"] else "memory://"
