@@ -203,7 +203,7 @@ def test_provider_unavailable_is_503_and_releases_quota(client, make_key, monkey
 
 
 @pytest.mark.parametrize("status_path", ["/v1/public/whoami"])
-def test_refusals_before_the_run_do_not_consume_quota(client, make_key, status_path):
+def test_refusals_before_the_run_do_not_consume_quota(client, make_key, status_path, app):
     raw = make_key("pro", daily_override=1)
     for body in ({"input": 12}, {"input": TEXT, "nope": 1}):
         assert client.post(SLUG_RUN, headers=auth(raw), json=body).status_code == 422
@@ -212,6 +212,13 @@ def test_refusals_before_the_run_do_not_consume_quota(client, make_key, status_p
             "/v1/public/tools/nope/run", headers=auth(raw), json={"input": TEXT}
         ).status_code
         == 404
+    )
+    assert client.post(SLUG_RUN, json={"input": TEXT}).status_code == 401
+    assert (
+        client.post(
+            SLUG_RUN, headers=auth(raw), data="{", content_type="application/json"
+        ).status_code
+        == 400
     )
     usage = client.get(status_path, headers=auth(raw)).get_json()["usage"]
     assert usage["calls_today"] == 0
