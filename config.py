@@ -34,6 +34,17 @@ class Config:
     REDIS_URL: str | None = None
     AI_BASE_URL: str | None = None
     AI_API_KEY: str | None = None
+    # One model name per capability of the OpenAI-compatible provider.
+    AI_MODEL_CHAT = "gpt-4o-mini"
+    AI_MODEL_IMAGE = "gpt-image-1"
+    AI_MODEL_TRANSCRIBE = "whisper-1"
+    AI_MODEL_SPEECH = "tts-1"
+    AI_MODEL_EMBED = "text-embedding-3-small"
+    AI_TIMEOUT_SECONDS = 60.0
+    # The embedded text model: a GGUF file (default: the SmolLM2 wheel's own).
+    LOCAL_LLM_GGUF: str | None = None
+    # Outbound fetches of user-given URLs may reach private addresses (development only).
+    FETCH_ALLOW_PRIVATE = False
     PUBLIC_BASE_URL: str | None = None
     # Request bodies: text requests and requests carrying files (DESIGN.md section 5).
     MAX_TEXT_BODY = 1024 * 1024
@@ -65,6 +76,19 @@ class Config:
             "REDIS_URL": redis_url,
             "AI_BASE_URL": os.environ.get("AI_BASE_URL") or None,
             "AI_API_KEY": os.environ.get("AI_API_KEY") or None,
+            "LOCAL_LLM_GGUF": os.environ.get("LOCAL_LLM_GGUF") or None,
+            "FETCH_ALLOW_PRIVATE": _bool("FETCH_ALLOW_PRIVATE"),
+            **{
+                name: os.environ[name]
+                for name in (
+                    "AI_MODEL_CHAT",
+                    "AI_MODEL_IMAGE",
+                    "AI_MODEL_TRANSCRIBE",
+                    "AI_MODEL_SPEECH",
+                    "AI_MODEL_EMBED",
+                )
+                if os.environ.get(name)
+            },
             "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
             "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
         }
