@@ -2,6 +2,7 @@
 
 from models.account import ROLES, Account, Membership, User
 from models.api_key import ApiKey
+from models.blob import StoredFile
 from models.plan import PLAN_ORDER, Plan
 from models.run import RUN_STATES, TERMINAL_STATES, Run
 from models.usage import UsageEvent
@@ -16,6 +17,7 @@ __all__ = [
     "Membership",
     "Plan",
     "Run",
+    "StoredFile",
     "UsageEvent",
     "User",
 ]

@@ -56,6 +56,7 @@ def is_api_request() -> bool:
 
 
 def register_api(app) -> None:
+    from blueprints.api.files.routes import blp as files_blp
     from blueprints.api.health.routes import blp as health_blp
     from blueprints.api.openapi.routes import blp as openapi_blp
     from blueprints.api.tools.routes import blp as tools_blp
@@ -83,7 +84,7 @@ def register_api(app) -> None:
     api.spec.components.security_scheme(
         "BearerKey", {"type": "http", "scheme": "bearer", "description": "The same API key."}
     )
-    for blp in (whoami_blp, tools_blp, health_blp, openapi_blp):
+    for blp in (whoami_blp, tools_blp, files_blp, health_blp, openapi_blp):
         api.register_blueprint(blp)
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
