@@ -27,6 +27,9 @@ class Run(db.Model):
     output: Mapped[dict | None] = mapped_column(JSON)
     error: Mapped[dict | None] = mapped_column(JSON)
     credits: Mapped[int] = mapped_column(default=0)
+    # Set when the caller stopped waiting (answered 202): the run's end is then announced
+    # by a tool.completed / tool.failed event.
+    notify: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]

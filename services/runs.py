@@ -1,17 +1,24 @@
 """Tool runs: reserve quota, run the engine, record the run and its credits.
 
-The run and its usage row are handed to the recorder (written in batches); the caller
-commits once afterwards for the free-call claim. A failed run is recorded too, and its
-quota reservation is already released.
+Light tools run inline: their run and usage rows go to the recorder (written in batches).
+Queued runs (``submit`` then the job's ``execute``) are rows that move through
+``queued → running → succeeded | failed | canceled``; every move is a conditional update,
+so a terminal state never changes and a late result of a canceled or timed-out run is
+discarded. A failed or canceled run gives its quota reservation back and costs no credits.
+The caller (view or job) commits once afterwards.
 """
 
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
-from catalogue import Tool
+from sqlalchemy import update
+
+from catalogue import Tool, load_catalogue
 from engines import EngineError, ProviderUnavailable, run_tool
-from models import Run
+from extensions import db
+from models import TERMINAL_STATES, Run
 from models.base import new_uuid
 from services import clock, quota, usage
 from services.keys import KeyContext
@@ -44,30 +51,37 @@ class RunResult:
     reservation: Reservation | None
 
 
-def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
-    """Run a light tool in the request. Raises QuotaExceeded or RunFailed."""
-    moment = clock.now()
-    reservation = None
-    guessed_credits = 0
-    if not context.sandbox:
-        guessed_credits = 0 if usage.likely_free(context) else tool.credits
-        reservation = quota.store().reserve(
-            context.key_id, context.daily_quota, 1, moment, guessed_credits
-        )
-        if not reservation.granted:
-            raise QuotaExceeded(reservation)
-    run = Run(
+def _reserve(context: KeyContext, moment: datetime, credits: int) -> Reservation | None:
+    if context.sandbox:
+        return None
+    reservation = quota.store().reserve(context.key_id, context.daily_quota, 1, moment, credits)
+    if not reservation.granted:
+        raise QuotaExceeded(reservation)
+    return reservation
+
+
+def _new_run(context: KeyContext, tool: Tool, inputs: dict, status: str, moment) -> Run:
+    return Run(
         id=new_uuid(),
         account_id=context.account_id,
         api_key_id=context.key_id,
         tool_slug=tool.slug,
-        status="running",
+        status=status,
         sandbox=context.sandbox,
         credits=0,
+        notify=False,
         input=inputs,
         created_at=moment,
-        started_at=moment,
     )
+
+
+def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
+    """Run a light tool in the request. Raises QuotaExceeded or RunFailed."""
+    moment = clock.now()
+    guessed_credits = 0 if usage.likely_free(context) else tool.credits
+    reservation = _reserve(context, moment, guessed_credits)
+    run = _new_run(context, tool, inputs, "running", moment)
+    run.started_at = moment
     started = time.perf_counter()
     try:
         output = tool.sample_output() if context.sandbox else run_tool(tool, inputs)
@@ -75,22 +89,120 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
         if reservation is not None:
             quota.store().release(context.key_id, 1, reservation.day, guessed_credits)
         kind, message, retry_after = _classify(error)
-        _finish(run, started, "failed", error={"code": kind, "message": message})
+        _finish(run, started, "failed", error=_error(kind, message, retry_after))
         recorder().record(run)
         raise RunFailed(run, kind, message, retry_after) from error
     _finish(run, started, "succeeded", output=output)
-    if reservation is not None:
-        free = usage.claim_free_call(context)
-        run.credits = 0 if free else tool.credits
-        if run.credits != guessed_credits:
-            quota.store().add_credits(
-                context.key_id, run.credits - guessed_credits, reservation.day
-            )
-        event = usage.usage_event(context, tool.slug, run.id, run.credits, free, moment)
-        recorder().record(run, event)
-    else:
+    if reservation is None:
         recorder().record(run)
+        return RunResult(run, reservation)
+    free = usage.likely_free(context) and usage.claim_free_call(context.account_id)
+    run.credits = 0 if free else tool.credits
+    if run.credits != guessed_credits:
+        quota.store().add_credits(context.key_id, run.credits - guessed_credits, reservation.day)
+    event = usage.usage_event(
+        context.account_id, context.key_id, tool.slug, run.id, run.credits, free, moment
+    )
+    recorder().record(run, event)
     return RunResult(run, reservation)
+
+
+# --- queued runs ------------------------------------------------------------------------
+
+
+def submit(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
+    """Create a queued run with its quota reserved (QuotaExceeded); enqueue after commit."""
+    moment = clock.now()
+    reservation = _reserve(context, moment, 0)
+    run = _new_run(context, tool, inputs, "queued", moment)
+    db.session.add(run)
+    db.session.flush()
+    return RunResult(run, reservation)
+
+
+def execute(run_id: str) -> Run | None:
+    """The job's work: run a queued run to its end. Returns the run, or None when it was
+    canceled (or taken by another worker) before it started."""
+    started_at = clock.now()
+    claimed = db.session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == "queued")
+        .values(status="running", started_at=started_at)
+    )
+    db.session.commit()
+    if claimed.rowcount != 1:
+        return None
+    run = db.session.get(Run, run_id)
+    tool = load_catalogue().get(run.tool_slug)
+    started = time.perf_counter()
+    try:
+        if tool is None:
+            raise ProviderUnavailable(f"The tool {run.tool_slug} is no longer available.")
+        output = tool.sample_output() if run.sandbox else run_tool(tool, dict(run.input))
+    except Exception as error:
+        kind, message, retry_after = _classify(error)
+        _conclude(run, started, "failed", error=_error(kind, message, retry_after))
+        return run
+    credits, free = 0, False
+    if not run.sandbox:
+        free = usage.claim_free_call(run.account_id)
+        credits = 0 if free else tool.credits
+    if _conclude(run, started, "succeeded", output=output, credits=credits) and not run.sandbox:
+        quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
+        db.session.add(
+            usage.usage_event(
+                run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
+            )
+        )
+    return run
+
+
+def fail_unfinished(run_id: str, message: str) -> bool:
+    """Fail a run its worker left unfinished (died or timed out); False if it had ended."""
+    run = db.session.get(Run, run_id)
+    if run is None or run.status in TERMINAL_STATES:
+        return False
+    return _conclude(run, None, "failed", error=_error("internal", message, None))
+
+
+def cancel(run: Run) -> bool:
+    """Cancel a queued or running run; False when it had already ended."""
+    return _conclude(run, None, "canceled")
+
+
+def mark_waiter_gone(run_id: str) -> bool:
+    """The caller stops waiting: True (announce the end by event) if the run is still going,
+    False if it ended meanwhile (answer its result now, announce nothing)."""
+    result = db.session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status.in_(("queued", "running")))
+        .values(notify=True)
+    )
+    return result.rowcount == 1
+
+
+def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
+    """Move ``run`` to a terminal state unless it is in one; release quota unless it
+    succeeded. Returns whether this call made the move."""
+    finished_at = clock.now()
+    values = {"status": status, "finished_at": finished_at, **fields}
+    begun = clock.as_utc(run.started_at)
+    if started is not None:
+        values["duration_ms"] = int((time.perf_counter() - started) * 1000)
+    elif begun is not None:
+        values["duration_ms"] = int((finished_at - begun).total_seconds() * 1000)
+    moved = db.session.execute(
+        update(Run)
+        .where(Run.id == run.id, Run.status.notin_(TERMINAL_STATES))
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.refresh(run)
+    if moved.rowcount != 1:
+        return False
+    if status != "succeeded" and not run.sandbox and run.api_key_id:
+        quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
+    return True
 
 
 def _finish(run: Run, started: float, status: str, **fields) -> None:
@@ -99,6 +211,13 @@ def _finish(run: Run, started: float, status: str, **fields) -> None:
     run.duration_ms = int((time.perf_counter() - started) * 1000)
     for name, value in fields.items():
         setattr(run, name, value)
+
+
+def _error(kind: str, message: str, retry_after: int | None) -> dict:
+    error = {"code": kind, "message": message}
+    if retry_after is not None:
+        error["retry_after"] = retry_after
+    return error
 
 
 def _classify(error: Exception) -> tuple[str, str, int | None]:

@@ -14,25 +14,29 @@ def likely_free(context: KeyContext) -> bool:
     return context.free_calls_used < FREE_CALLS
 
 
-def claim_free_call(context: KeyContext) -> bool:
+def claim_free_call(account_id: int) -> bool:
     """Atomically use one of the account's free calls; False when none are left."""
-    if not likely_free(context):
-        return False
     result = db.session.execute(
         update(Account)
-        .where(Account.id == context.account_id, Account.free_calls_used < FREE_CALLS)
+        .where(Account.id == account_id, Account.free_calls_used < FREE_CALLS)
         .values(free_calls_used=Account.free_calls_used + 1)
     )
     return result.rowcount == 1
 
 
 def usage_event(
-    context: KeyContext, tool_slug: str, run_id: str, credits: int, free_call: bool, moment
+    account_id: int,
+    key_id: str | None,
+    tool_slug: str,
+    run_id: str,
+    credits: int,
+    free_call: bool,
+    moment,
 ) -> UsageEvent:
     """The ledger row of one successful invocation (the caller records it)."""
     return UsageEvent(
-        account_id=context.account_id,
-        api_key_id=context.key_id,
+        account_id=account_id,
+        api_key_id=key_id,
         run_id=run_id,
         tool_slug=tool_slug,
         credits=credits,

@@ -177,8 +177,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def live_server(app):
-    """gunicorn with two worker processes on the test database and Redis."""
+def live_server(app, tmp_path):
+    """gunicorn with two worker processes on the test database and Redis; its log is
+    ``live_server.log`` beside the URL (``live_server_log`` fixture)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -188,12 +189,13 @@ def live_server(app):
         "APP_ENV": "production",
     }
     gunicorn = Path(sys.executable).with_name("gunicorn")
+    log = (tmp_path / "gunicorn.log").open("w")
     process = subprocess.Popen(
         [str(gunicorn), "--workers", "2", "--bind", f"127.0.0.1:{port}", "wsgi:app"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -206,7 +208,9 @@ def live_server(app):
     else:
         process.kill()
         process.wait()
+        log.close()
         pytest.fail("gunicorn did not start")
     yield base
     process.terminate()
     process.wait(timeout=10)
+    log.close()

@@ -15,6 +15,8 @@ _REASONS = {
     "[plan_required].",
     403: "Free and Starter keys can only call whoami [plan_required].",
     404: "Unknown tool, workflow or run [tool_not_found, run_not_found].",
+    409: "The run has already ended [run_not_cancelable], or a request with the same "
+    "Idempotency-Key is still in flight.",
     413: "The body is larger than 1 MiB (25 MiB with files) [payload_too_large].",
     415: "The body is not JSON [unsupported_media_type].",
     422: "Wrong types, a missing required field or an unknown field; `errors` lists them per "
@@ -65,3 +67,13 @@ def problem_responses(*statuses: int) -> dict:
             "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
         }
     return responses
+
+
+PREFER_HEADER = {
+    "in": "header",
+    "name": "Prefer",
+    "required": False,
+    "description": "`wait=N` waits up to N seconds (default 25, at most 60) for a queued run "
+    "before answering 202; `respond-async` answers 202 at once (even for a light tool).",
+    "schema": {"type": "string", "example": "wait=10"},
+}

@@ -6,6 +6,7 @@ body parses (400) → ... → quota (429, in services/runs.py). Each step raises
 
 import json
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from flask import current_app, g, request
@@ -103,6 +104,32 @@ def require_plan(required: str) -> None:
             upgrade_url=upgrade_url(required),
             required_plan=required,
         )
+
+
+@dataclass(frozen=True)
+class Prefer:
+    wait: float
+    respond_async: bool
+    applied: str | None
+
+
+DEFAULT_WAIT = 25
+MAX_WAIT = 60
+
+
+def parse_prefer() -> Prefer:
+    """The ``Prefer`` header (RFC 7240): ``wait=N`` (clamped to 60) and ``respond-async``."""
+    wait, respond_async, applied = DEFAULT_WAIT, False, []
+    for preference in request.headers.get("Prefer", "").split(","):
+        name, _, value = preference.strip().partition("=")
+        name = name.strip().lower()
+        if name == "respond-async":
+            respond_async = True
+            applied.append("respond-async")
+        elif name == "wait" and value.strip().isdigit():
+            wait = min(int(value.strip()), MAX_WAIT)
+            applied.append(f"wait={wait}")
+    return Prefer(wait, respond_async, ", ".join(applied) or None)
 
 
 def json_body() -> dict:

@@ -42,3 +42,19 @@ class RunResultSchema(ma.Schema):
     credits = ma.fields.Integer(required=True)
     duration_ms = ma.fields.Integer(required=True, allow_none=True)
     sandbox = ma.fields.Boolean(required=True)
+
+
+class RunErrorSchema(ma.Schema):
+    code = ma.fields.String(required=True, metadata={"description": "input, provider or internal."})
+    message = ma.fields.String(required=True)
+    retry_after = ma.fields.Integer()
+
+
+class RunRecordSchema(RunResultSchema):
+    """A tool run, finished or not."""
+
+    error = ma.fields.Nested(RunErrorSchema, required=True, allow_none=True)
+    created_at = ma.fields.DateTime(required=True)
+    started_at = ma.fields.DateTime(required=True, allow_none=True)
+    finished_at = ma.fields.DateTime(required=True, allow_none=True)
+    status_url = ma.fields.String(required=True, metadata={"format": "uri"})

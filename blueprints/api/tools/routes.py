@@ -1,27 +1,39 @@
-from flask import g
+from flask import g, jsonify, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blueprints.api.docs import API_KEY_SECURITY, PUBLIC, problem_responses
+from blueprints.api.docs import API_KEY_SECURITY, PREFER_HEADER, PUBLIC, problem_responses
 from blueprints.api.pipeline import (
     authenticate,
     json_body,
+    parse_prefer,
     require_api_access,
     require_plan,
     validation_failed,
 )
 from blueprints.api.problems import Problem
-from blueprints.api.schemas import RunResultSchema
+from blueprints.api.schemas import RunRecordSchema, RunResultSchema
 from blueprints.api.tools.schemas import ToolListSchema, ToolQuerySchema, ToolSchema
 from catalogue import Tool, load_catalogue
 from extensions import db
-from services import clock
+from jobs.runs import fail_abandoned_run, run_tool_job
+from models import Run
+from services import clock, runs
+from services.queue import dispatcher
 from services.quota import Usage
-from services.runs import QuotaExceeded, RunFailed, run_inline
+from services.runs import QuotaExceeded, RunFailed
 
 blp = Blueprint("tools", __name__, url_prefix="/v1", description="Run tools; browse the catalogue.")
 
 _RUN_ERRORS = (400, 401, 402, 403, 404, 413, 415, 422, 429, 503)
+# A queued run still going after this long is failed (and its quota released).
+RUN_TIMEOUT = 600
+_ACCEPTED = {
+    "description": "The run is queued or running: poll `Location` (or wait for its "
+    "webhook). Sent when `Prefer: respond-async` is given or the wait runs out.",
+    "headers": {"Location": {"schema": {"type": "string"}, "description": "Status URL."}},
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunRecord"}}},
+}
 
 
 def find_tool(slug: str) -> Tool:
@@ -43,30 +55,73 @@ def tool_inputs(tool: Tool, body: dict) -> dict:
     return tool.with_defaults(body)
 
 
-def run_tool_request(tool: Tool, inputs: dict) -> dict:
-    """Run ``tool`` inline for the authenticated key and shape the answer (429, 422, 503)."""
+def run_tool_request(tool: Tool, inputs: dict):
+    """Run ``tool`` for the authenticated key: inline, or queued and waited for (Prefer)."""
+    prefer = parse_prefer()
     try:
-        result = run_inline(g.key, tool, inputs)
+        if not tool.queue and not prefer.respond_async:
+            return _inline(tool, inputs)
+        result = runs.submit(g.key, tool, inputs)
     except QuotaExceeded as refused:
-        reservation = refused.reservation
-        g.day_usage = Usage(reservation.day, reservation.used, 0)
-        retry_after = clock.seconds_to_midnight()
-        raise Problem(
-            429,
-            "quota_exceeded",
-            f"This key has used all {reservation.limit} calls of today (UTC); "
-            "the quota resets at 00:00 UTC.",
-            headers={"Retry-After": retry_after},
-            limit=reservation.limit,
-            remaining=0,
-            resets_at=clock.next_midnight().isoformat().replace("+00:00", "Z"),
-        ) from None
-    except RunFailed as failed:
-        problem = _run_problem(failed)
+        raise _quota_problem(refused.reservation) from None
+    _note_usage(result.reservation)
+    run_id = result.run.id
+    db.session.commit()
+    dispatcher().enqueue(
+        run_tool_job, run_id, job_id=run_id, timeout=RUN_TIMEOUT, on_failure=fail_abandoned_run
+    )
+    finished = not prefer.respond_async and dispatcher().wait(run_id, prefer.wait)
+    if not finished:
+        finished = not runs.mark_waiter_gone(run_id)
         db.session.commit()
-        raise problem from None
-    run = result.run
-    body = {
+    run = db.session.get(Run, run_id)
+    db.session.refresh(run)
+    if not finished:
+        response = jsonify(RunRecordSchema().dump(run_record(run)))
+        response.status_code = 202
+        response.headers["Location"] = url_for("tools.RunStatus", run_id=run_id)
+        if prefer.applied:
+            response.headers["Preference-Applied"] = prefer.applied
+        return response
+    if run.status == "failed":
+        raise _run_problem(run.id, run.error)
+    return run_result(run)
+
+
+def _inline(tool: Tool, inputs: dict) -> dict:
+    try:
+        result = runs.run_inline(g.key, tool, inputs)
+    except RunFailed as failed:
+        db.session.commit()
+        raise _run_problem(failed.run.id, failed.run.error) from None
+    body = run_result(result.run)
+    db.session.commit()
+    _note_usage(result.reservation)
+    return body
+
+
+def _note_usage(reservation) -> None:
+    if reservation is not None:
+        g.day_usage = Usage(reservation.day, reservation.used, 0)
+
+
+def _quota_problem(reservation) -> Problem:
+    _note_usage(reservation)
+    return Problem(
+        429,
+        "quota_exceeded",
+        f"This key has used all {reservation.limit} calls of today (UTC); "
+        "the quota resets at 00:00 UTC.",
+        headers={"Retry-After": clock.seconds_to_midnight()},
+        limit=reservation.limit,
+        remaining=0,
+        resets_at=clock.next_midnight().isoformat().replace("+00:00", "Z"),
+    )
+
+
+def run_result(run: Run) -> dict:
+    """The success body of a finished run."""
+    return {
         "run_id": run.id,
         "tool": run.tool_slug,
         "status": run.status,
@@ -75,31 +130,41 @@ def run_tool_request(tool: Tool, inputs: dict) -> dict:
         "duration_ms": run.duration_ms,
         "sandbox": run.sandbox,
     }
-    # The answer is built before the commit: reading the run afterwards would reload it.
-    db.session.commit()
-    if result.reservation is not None:
-        g.day_usage = Usage(result.reservation.day, result.reservation.used, 0)
-    return body
 
 
-def _run_problem(failed: RunFailed) -> Problem:
-    if failed.kind == "input":
-        return Problem(
-            422,
-            "validation_failed",
-            failed.message,
-            errors={"": [failed.message]},
-            run_id=failed.run.id,
-        )
-    if failed.kind == "provider":
+def run_record(run: Run) -> dict:
+    """Everything about a run, finished or not (the status endpoint and 202 answers)."""
+    return {
+        **run_result(run),
+        "error": run.error,
+        "created_at": clock.as_utc(run.created_at),
+        "started_at": clock.as_utc(run.started_at),
+        "finished_at": clock.as_utc(run.finished_at),
+        "status_url": url_for("tools.RunStatus", run_id=run.id, _external=True),
+    }
+
+
+def _run_problem(run_id: str, error: dict) -> Problem:
+    kind, message = error.get("code"), error.get("message", "")
+    if kind == "input":
+        return Problem(422, "validation_failed", message, errors={"": [message]}, run_id=run_id)
+    if kind == "provider":
         return Problem(
             503,
             "provider_unavailable",
-            failed.message,
-            headers={"Retry-After": failed.retry_after or 30},
-            run_id=failed.run.id,
+            message,
+            headers={"Retry-After": error.get("retry_after") or 30},
+            run_id=run_id,
         )
-    return Problem(500, "internal_error", failed.message, run_id=failed.run.id)
+    return Problem(500, "internal_error", message, run_id=run_id)
+
+
+def own_run(run_id) -> Run:
+    """The calling account's tool run, or 404 (never 403: existence is not revealed)."""
+    run = db.session.get(Run, str(run_id))
+    if run is None or run.account_id != g.key.account_id or run.tool_slug is None:
+        raise Problem(404, "run_not_found", f"There is no run {run_id} for this account.")
+    return run
 
 
 @blp.route("/tools")
@@ -127,6 +192,7 @@ class RunBySlug(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(
         security=API_KEY_SECURITY,
+        parameters=[PREFER_HEADER],
         requestBody={
             "required": True,
             "content": {
@@ -146,7 +212,7 @@ class RunBySlug(MethodView):
                 }
             },
         },
-        responses=problem_responses(*_RUN_ERRORS),
+        responses={"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
     )
     def post(self, slug):
         """Run a tool by slug with `{"input": "..."}` (402 below Pro)."""
@@ -163,6 +229,7 @@ class RunDispatch(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(
         security=API_KEY_SECURITY,
+        parameters=[PREFER_HEADER],
         requestBody={
             "required": True,
             "content": {
@@ -183,7 +250,7 @@ class RunDispatch(MethodView):
                 }
             },
         },
-        responses=problem_responses(*_RUN_ERRORS),
+        responses={"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
     )
     def post(self):
         """Run any tool: `slug` plus the tool's own fields (403 for Free/Starter keys)."""
@@ -198,3 +265,32 @@ class RunDispatch(MethodView):
         tool = find_tool(slug)
         require_plan(tool.required_plan)
         return run_tool_request(tool, tool_inputs(tool, body))
+
+
+@blp.route("/tools/run/<uuid:run_id>/status")
+class RunStatus(MethodView):
+    @blp.response(200, RunRecordSchema)
+    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 429))
+    def get(self, run_id):
+        """A tool run's status, and its output or error once it has ended."""
+        authenticate()
+        return run_record(own_run(run_id))
+
+
+@blp.route("/tools/run/<uuid:run_id>/cancel")
+class RunCancel(MethodView):
+    @blp.response(200, RunRecordSchema)
+    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 409, 429))
+    def post(self, run_id):
+        """Cancel a queued or running tool run (409 once it has ended); its quota is released."""
+        authenticate()
+        run = own_run(run_id)
+        if not runs.cancel(run):
+            db.session.rollback()
+            raise Problem(
+                409,
+                "run_not_cancelable",
+                f"The run has already ended ({run.status}); it cannot be canceled.",
+            )
+        db.session.commit()
+        return run_record(run)
