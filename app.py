@@ -51,7 +51,7 @@ def register_logging(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
-    from services import queue, quota, recorder
+    from services import idempotency, queue, quota, recorder
     from services.ratelimit import storage_uri
 
     app.config.setdefault("RATELIMIT_STORAGE_URI", storage_uri(app.config.get("REDIS_URL")))
@@ -64,6 +64,7 @@ def register_extensions(app: Flask) -> None:
     quota.init_app(app)
     recorder.init_app(app)
     queue.init_app(app)
+    idempotency.init_app(app)
 
 
 def register_catalogue(app: Flask) -> None:

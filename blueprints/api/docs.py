@@ -77,3 +77,13 @@ PREFER_HEADER = {
     "before answering 202; `respond-async` answers 202 at once (even for a light tool).",
     "schema": {"type": "string", "example": "wait=10"},
 }
+
+IDEMPOTENCY_KEY_HEADER = {
+    "in": "header",
+    "name": "Idempotency-Key",
+    "required": False,
+    "description": "Makes the POST safe to retry for 24 hours: the same key on the same "
+    "request replays the first answer (`Idempotent-Replayed: true`); on a different request "
+    "it is a 422 [idempotency_key_reused]; while the first is in flight, a 409.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 from flask import current_app, g, request
 
-from blueprints.api.problems import Problem
-from services import clock, keys, quota, ratelimit
+from blueprints.api.problems import Problem, problem_response
+from services import clock, idempotency, keys, quota, ratelimit
 from services.keys import KeyContext
 from services.plans import upgrade_url
 
@@ -199,3 +199,75 @@ def rate_limit_headers(response):
     headers["X-RateLimit-Remaining"] = str(window.remaining)
     headers["X-RateLimit-Reset"] = str(int(window.reset_at + 0.999))
     return response
+
+
+# --- Idempotency-Key on POSTs that start runs ---------------------------------------------
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+# Answers worth replaying: the run was started (or refused for its own input). Anything else
+# (a 401, a 429, a 503...) leaves the key free, so the same request can simply be retried.
+_REPLAYABLE = {200, 202, 422}
+
+
+def respond_idempotently(produce):
+    """``produce()`` the answer, or replay the first answer to a repeated request with the
+    same ``Idempotency-Key`` (422 for the key on another request, 409 while in flight)."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return produce()
+    if not 1 <= len(key) <= 255 or not key.isprintable():
+        raise validation_failed({IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable characters."]})
+    context: KeyContext = g.key
+    print_ = idempotency.fingerprint(request.method, request.path, request.get_data())
+    slot = idempotency.claim(context.key_id, key, print_)
+    if slot.state == "conflict":
+        raise Problem(
+            422,
+            "idempotency_key_reused",
+            "This Idempotency-Key was used for a different request in the last 24 hours.",
+        )
+    if slot.state == "in_flight":
+        raise Problem(
+            409,
+            "idempotency_in_flight",
+            "A request with this Idempotency-Key is still being processed; retry shortly.",
+            headers={"Retry-After": 1},
+        )
+    if slot.state == "replay":
+        stored = slot.stored
+        response = current_app.response_class(
+            stored["body"], status=stored["status"], mimetype=stored["mimetype"]
+        )
+        for name, value in stored["headers"].items():
+            response.headers[name] = value
+        response.headers["Idempotent-Replayed"] = "true"
+        return response
+    try:
+        response = current_app.make_response(produce())
+    except Problem as problem:
+        kept = None
+        if problem.status in _REPLAYABLE:
+            answer = problem_response(problem)
+            kept = _keepable(answer)
+        idempotency.complete(context.key_id, key, print_, kept)
+        raise
+    except Exception:
+        idempotency.complete(context.key_id, key, print_, None)
+        raise
+    kept = _keepable(response) if response.status_code in _REPLAYABLE else None
+    idempotency.complete(context.key_id, key, print_, kept)
+    return response
+
+
+def _keepable(response) -> dict:
+    headers = {
+        name: response.headers[name]
+        for name in ("Location", "Preference-Applied")
+        if name in response.headers
+    }
+    return {
+        "status": response.status_code,
+        "mimetype": response.mimetype,
+        "body": response.get_data(as_text=True),
+        "headers": headers,
+    }

@@ -2,13 +2,20 @@ from flask import g, jsonify, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blueprints.api.docs import API_KEY_SECURITY, PREFER_HEADER, PUBLIC, problem_responses
+from blueprints.api.docs import (
+    API_KEY_SECURITY,
+    IDEMPOTENCY_KEY_HEADER,
+    PREFER_HEADER,
+    PUBLIC,
+    problem_responses,
+)
 from blueprints.api.pipeline import (
     authenticate,
     json_body,
     parse_prefer,
     require_api_access,
     require_plan,
+    respond_idempotently,
     validation_failed,
 )
 from blueprints.api.problems import Problem
@@ -25,7 +32,7 @@ from services.runs import QuotaExceeded, RunFailed
 
 blp = Blueprint("tools", __name__, url_prefix="/v1", description="Run tools; browse the catalogue.")
 
-_RUN_ERRORS = (400, 401, 402, 403, 404, 413, 415, 422, 429, 503)
+_RUN_ERRORS = (400, 401, 402, 403, 404, 409, 413, 415, 422, 429, 503)
 # A queued run still going after this long is failed (and its quota released).
 RUN_TIMEOUT = 600
 _ACCEPTED = {
@@ -53,6 +60,21 @@ def tool_inputs(tool: Tool, body: dict) -> dict:
     if errors:
         raise validation_failed(errors)
     return tool.with_defaults(body)
+
+
+def run_by_slug(slug: str, body: dict):
+    tool = find_tool(slug)
+    require_plan(tool.required_plan)
+    return run_tool_request(tool, tool_inputs(tool, body))
+
+
+def run_dispatched(body: dict):
+    slug = body.pop("slug", None)
+    if slug is None:
+        raise validation_failed({"slug": ["Missing required field."]})
+    if not isinstance(slug, str):
+        raise validation_failed({"slug": ["Must be a string."]})
+    return run_by_slug(slug, body)
 
 
 def run_tool_request(tool: Tool, inputs: dict):
@@ -192,7 +214,7 @@ class RunBySlug(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(
         security=API_KEY_SECURITY,
-        parameters=[PREFER_HEADER],
+        parameters=[PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
         requestBody={
             "required": True,
             "content": {
@@ -218,10 +240,7 @@ class RunBySlug(MethodView):
         """Run a tool by slug with `{"input": "..."}` (402 below Pro)."""
         authenticate()
         require_api_access(on_slug_endpoint=True)
-        body = json_body()
-        tool = find_tool(slug)
-        require_plan(tool.required_plan)
-        return run_tool_request(tool, tool_inputs(tool, body))
+        return respond_idempotently(lambda: run_by_slug(slug, json_body()))
 
 
 @blp.route("/tools/run")
@@ -229,7 +248,7 @@ class RunDispatch(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(
         security=API_KEY_SECURITY,
-        parameters=[PREFER_HEADER],
+        parameters=[PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
         requestBody={
             "required": True,
             "content": {
@@ -256,15 +275,7 @@ class RunDispatch(MethodView):
         """Run any tool: `slug` plus the tool's own fields (403 for Free/Starter keys)."""
         authenticate()
         require_api_access()
-        body = json_body()
-        slug = body.pop("slug", None)
-        if slug is None:
-            raise validation_failed({"slug": ["Missing required field."]})
-        if not isinstance(slug, str):
-            raise validation_failed({"slug": ["Must be a string."]})
-        tool = find_tool(slug)
-        require_plan(tool.required_plan)
-        return run_tool_request(tool, tool_inputs(tool, body))
+        return respond_idempotently(lambda: run_dispatched(json_body()))
 
 
 @blp.route("/tools/run/<uuid:run_id>/status")
