@@ -6,6 +6,7 @@ import secrets
 import uuid
 
 from flask import Flask, g, request
+from sqlalchemy import event
 
 import config
 from extensions import db, limiter, login_manager, migrate
@@ -58,6 +59,9 @@ def register_extensions(app: Flask) -> None:
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
         config.INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
     db.init_app(app)
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        with app.app_context():
+            event.listen(db.engine, "connect", _sqlite_pragmas)
     migrate.init_app(app, db, directory=str(config.INSTANCE_DIR.parent / "migrations"))
     login_manager.init_app(app)
     limiter.init_app(app)
@@ -65,6 +69,16 @@ def register_extensions(app: Flask) -> None:
     recorder.init_app(app)
     queue.init_app(app)
     idempotency.init_app(app)
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    """The embedded default serves requests and its in-process worker from one SQLite file:
+    WAL lets readers go on while one writes, and writers wait for each other a while."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
 
 
 def register_catalogue(app: Flask) -> None:

@@ -3,9 +3,9 @@
 An inline tool run is a few milliseconds of work; committing its two rows one request at a
 time cost more than the run itself (bench/README.md). Each process therefore buffers the
 rows and one background thread writes them every ``RUN_RECORD_DELAY`` seconds in a single
-transaction. With a delay of 0 (the tests' setting) rows are written before the request
-ends, through the same code. A process killed with SIGKILL can lose at most one delay's
-worth of rows; a normal exit writes what is buffered.
+transaction. With a delay of 0 (the tests' setting) the rows are written as the request
+ends, after the view's own commit, through the same code. A process killed with SIGKILL can
+lose at most one delay's worth of rows; a normal exit writes what is buffered.
 """
 
 import atexit
@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 
-from flask import Flask, current_app
+from flask import Flask, after_this_request, current_app, has_request_context
 from sqlalchemy import text
 
 from extensions import db
@@ -44,10 +44,17 @@ class RunRecorder:
                 log.error("run recorder: %d rows waiting, dropping the oldest", len(self._rows))
                 del self._rows[: len(rows)]
             self._rows.extend(rows)
-        if self.delay <= 0:
-            self.flush()
-        else:
+        if self.delay > 0:
             self._ensure_thread()
+        elif has_request_context():
+            # After the view has committed its own transaction, still inside the request.
+            after_this_request(self._flush_then)
+        else:
+            self.flush()
+
+    def _flush_then(self, response):
+        self.flush()
+        return response
 
     def flush(self) -> int:
         """Write every buffered row now; returns how many were written."""

@@ -110,11 +110,13 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
 # --- queued runs ------------------------------------------------------------------------
 
 
-def submit(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
-    """Create a queued run with its quota reserved (QuotaExceeded); enqueue after commit."""
+def submit(context: KeyContext, tool: Tool, inputs: dict, *, notify: bool) -> RunResult:
+    """Create a queued run with its quota reserved (QuotaExceeded); enqueue after commit.
+    ``notify``: nobody will wait for it, so its end is to be announced by an event."""
     moment = clock.now()
     reservation = _reserve(context, moment, 0)
     run = _new_run(context, tool, inputs, "queued", moment)
+    run.notify = notify
     db.session.add(run)
     db.session.flush()
     return RunResult(run, reservation)

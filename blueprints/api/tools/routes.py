@@ -83,7 +83,8 @@ def run_tool_request(tool: Tool, inputs: dict):
     try:
         if not tool.queue and not prefer.respond_async:
             return _inline(tool, inputs)
-        result = runs.submit(g.key, tool, inputs)
+        # respond-async: nobody waits, so the run's end is announced by an event.
+        result = runs.submit(g.key, tool, inputs, notify=prefer.respond_async)
     except QuotaExceeded as refused:
         raise _quota_problem(refused.reservation) from None
     _note_usage(result.reservation)
@@ -92,9 +93,9 @@ def run_tool_request(tool: Tool, inputs: dict):
     dispatcher().enqueue(
         run_tool_job, run_id, job_id=run_id, timeout=RUN_TIMEOUT, on_failure=fail_abandoned_run
     )
-    finished = not prefer.respond_async and dispatcher().wait(run_id, prefer.wait)
-    if not finished:
-        finished = not runs.mark_waiter_gone(run_id)
+    finished = False
+    if not prefer.respond_async:
+        finished = dispatcher().wait(run_id, prefer.wait) or not runs.mark_waiter_gone(run_id)
         db.session.commit()
     run = db.session.get(Run, run_id)
     db.session.refresh(run)

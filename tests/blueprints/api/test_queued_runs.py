@@ -154,6 +154,7 @@ def test_cancel_stops_a_running_run_releases_quota_and_charges_nothing(
         json={"slug": TOOL, "input": TEXT},
     )
     run_id = response.get_json()["run_id"]
+    db.session.commit()  # the test shares the request's session: end its transaction
     assert started.wait(5)
     canceled = client.post(f"/v1/tools/run/{run_id}/cancel", headers=auth(raw))
     assert canceled.status_code == 200 and canceled.get_json()["status"] == "canceled"
