@@ -285,22 +285,29 @@ class VideoRenderEngine(Engine):
     def _encode(
         folder: Path, frames: list[Path], durations: list[float], audio: Path | None, fps: int
     ) -> bytes:
+        # Each still is decoded once and repeated by the loop filter (repeats share one
+        # buffer); looping the image input instead decodes the PNG again for every frame.
+        # Scene edges fall on whole frames counted from the start, so rounding never drifts.
+        edges = [round(sum(durations[:index]) * fps) for index in range(len(durations) + 1)]
         arguments: list[str] = []
-        for frame, seconds in zip(frames, durations, strict=True):
-            # Whole frames per scene; at least one, so a very short scene still shows.
-            frame_count = max(1, round(seconds * fps))
-            arguments += ["-loop", "1", "-framerate", str(fps), "-t", f"{frame_count / fps:.4f}",
-                          "-i", str(frame)]  # fmt: skip
+        chains = []
+        for index, frame in enumerate(frames):
+            repeats = max(1, edges[index + 1] - edges[index])
+            arguments += ["-i", str(frame)]
+            chains.append(
+                f"[{index}:v]format=yuv420p,loop=loop={repeats - 1}:size=1:start=0,"
+                f"setpts=N/{fps}/TB[s{index}]"
+            )
         if audio is not None:
             arguments += ["-i", str(audio)]
-        streams = "".join(f"[{index}:v]" for index in range(len(frames)))
-        graph = f"{streams}concat=n={len(frames)}:v=1:a=0,format=yuv420p[v]"
+        streams = "".join(f"[s{index}]" for index in range(len(frames)))
+        graph = ";".join([*chains, f"{streams}concat=n={len(frames)}:v=1:a=0[v]"])
         arguments += ["-filter_complex", graph, "-map", "[v]"]
         if audio is not None:
             arguments += ["-map", f"{len(frames)}:a", "-c:a", "aac", "-b:a", "128k"]
         total = sum(durations)
         output = folder / "video.mp4"
-        arguments += ["-c:v", "libx264", "-preset", "veryfast", "-tune", "stillimage",
+        arguments += ["-c:v", "libx264", "-preset", "superfast", "-tune", "stillimage",
                       "-crf", "23", "-r", str(fps), "-movflags", "+faststart",
                       "-t", f"{total:.3f}", str(output)]  # fmt: skip
         result = _run_ffmpeg(arguments, timeout=120 + 4 * total)
