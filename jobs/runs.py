@@ -3,7 +3,10 @@
 import logging
 
 from extensions import db
+from jobs.webhooks import deliver_event
+from models import Run
 from services import runs
+from services.events import run_event
 from services.queue import dispatcher
 
 log = logging.getLogger(__name__)
@@ -15,12 +18,34 @@ def run_tool_job(run_id: str) -> None:
     db.session.commit()
     if run is not None:
         log.info("run %s of %s ended %s", run_id, run.tool_slug, run.status)
-        dispatcher().finished(run_id)
+        _ended(run)
 
 
 def fail_abandoned_run(run_id: str) -> None:
     """The job died or ran out of time: fail its run (quota released) unless it ended."""
-    if runs.fail_unfinished(run_id, "The run did not finish in time; nothing was charged."):
-        log.warning("run %s failed: its job died or timed out", run_id)
+    failed = runs.fail_unfinished(run_id, "The run did not finish in time; nothing was charged.")
     db.session.commit()
-    dispatcher().finished(run_id)
+    if failed:
+        log.warning("run %s failed: its job died or timed out", run_id)
+        _ended(db.session.get(Run, run_id))
+
+
+def _ended(run: Run) -> None:
+    """Wake the caller still waiting, or announce the end to one who stopped waiting."""
+    dispatcher().finished(run.id)
+    # Read the flag after the run ended: the caller sets it only while the run is going.
+    db.session.refresh(run)
+    if run.notify and run.api_key_id and run.status in ("succeeded", "failed"):
+        dispatcher().enqueue(
+            deliver_event,
+            run.api_key_id,
+            run_event(run),
+            f"evt_{run.id}",
+            job_id=f"evt_{run.id}",
+            timeout=60,
+            on_failure=_delivery_died,
+        )
+
+
+def _delivery_died(job_id: str) -> None:
+    log.warning("webhook delivery %s died", job_id)
