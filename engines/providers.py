@@ -1,0 +1,742 @@
+"""The OpenAI-compatible provider adapter: chat, images, transcription, speech, embeddings.
+
+One HTTP API covers OpenAI, Ollama, vLLM, LM Studio, LocalAI, OpenRouter and others. It is
+configured by the app's settings, read at call time: ``AI_BASE_URL`` (for example
+``https://api.openai.com/v1`` or ``http://localhost:11434/v1``), ``AI_API_KEY`` (optional: local
+servers need none), one model per capability (``AI_MODEL_CHAT``, ``AI_MODEL_IMAGE``,
+``AI_MODEL_TRANSCRIBE``, ``AI_MODEL_SPEECH``, ``AI_MODEL_EMBED``) and ``AI_TIMEOUT_SECONDS``.
+
+Every call has connect and read timeouts, is retried (at most ``MAX_ATTEMPTS`` attempts, with
+exponential backoff and jitter) on connection errors, timeouts, 408, 429 and 5xx, honouring
+``Retry-After`` up to ``MAX_RETRY_AFTER`` seconds, and goes through a circuit breaker per base
+URL. Failures surface as the two engine errors: ``EngineError`` when the provider refuses the
+input (400, 413, 422: its message is passed on), ``ProviderUnavailable`` for everything else.
+The API key is never logged nor put in a message, and prompts are never logged above DEBUG.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.utils
+import http.cookiejar
+import json
+import logging
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+from flask import current_app, has_app_context
+from requests.adapters import HTTPAdapter
+from requests.auth import AuthBase
+
+from config import Config
+from engines.base import EngineError, ProviderUnavailable
+from engines.blob import Blob
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+# Backoff before retry n (1-based) is drawn from [d/2, d] with d = BACKOFF_BASE * 2**(n-1).
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 8.0
+# A Retry-After up to this is waited for; a longer one ends the call at once and is passed on
+# to the caller (the API's 503 carries it), since waiting would only hold a worker.
+MAX_RETRY_AFTER = 10.0
+# Retry-After passed on to callers is kept within this (a misbehaving provider may say a day).
+MAX_REPORTED_RETRY_AFTER = 3600
+BREAKER_THRESHOLD = 5
+BREAKER_OPEN_SECONDS = 30.0
+CONNECT_TIMEOUT_CAP = 10.0
+# JSON answers (embeddings of many texts, base64 images) and downloaded files.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024
+_RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_INPUT_STATUSES = frozenset({400, 413, 422})
+_MESSAGE_LIMIT = 500
+
+# Which setting names the model for each operation (said in errors about a missing model).
+MODEL_SETTINGS = {
+    "chat": "AI_MODEL_CHAT",
+    "images": "AI_MODEL_IMAGE",
+    "transcribe": "AI_MODEL_TRANSCRIBE",
+    "speech": "AI_MODEL_SPEECH",
+    "embed": "AI_MODEL_EMBED",
+}
+
+_AUDIO_EXTENSIONS = {
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/ogg": "ogg",
+    "audio/opus": "ogg",
+    "audio/webm": "webm",
+    "audio/flac": "flac",
+    "audio/x-flac": "flac",
+    "audio/mp4": "m4a",
+    "audio/m4a": "m4a",
+    "audio/x-m4a": "m4a",
+    "audio/aac": "aac",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
+}
+
+_SPEECH_TYPES = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
+
+# Patched by tests; the breaker reads the clock and the retry loop sleeps through these.
+_now = time.monotonic
+_sleep = time.sleep
+
+
+def settings() -> Mapping[str, Any]:
+    """The app's settings; outside an app context, the defaults overlaid with the environment."""
+    if has_app_context():
+        return current_app.config
+    defaults = {name: getattr(Config, name) for name in dir(Config) if name.isupper()}
+    return {**defaults, **Config.from_env()}
+
+
+def configured() -> bool:
+    """True when ``AI_BASE_URL`` is set."""
+    return bool(settings().get("AI_BASE_URL"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user name, password, query or fragment: safe to log and to show."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+# --- circuit breaker ---------------------------------------------------------------------
+
+
+class CircuitBreaker:
+    """Stops calling a failing provider for a while instead of making every caller wait.
+
+    Closed: calls pass and consecutive failures are counted; ``threshold`` of them open it.
+    Open: calls are refused for ``open_seconds``. Then half-open: one probe passes; its
+    success closes the breaker, its failure opens it again. Safe to share between threads.
+    """
+
+    def __init__(
+        self, threshold: int = BREAKER_THRESHOLD, open_seconds: float = BREAKER_OPEN_SECONDS
+    ) -> None:
+        self.threshold = threshold
+        self.open_seconds = open_seconds
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._probing = False
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            if _now() - self._opened_at < self.open_seconds:
+                return "open"
+            return "half-open"
+
+    def allow(self) -> bool:
+        """May a call go out now? In half-open state only the first caller gets True."""
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if _now() - self._opened_at < self.open_seconds or self._probing:
+                return False
+            self._probing = True
+            return True
+
+    def retry_after(self) -> int:
+        """Seconds until the breaker lets a probe through (at least 1)."""
+        with self._lock:
+            if self._opened_at is None:
+                return 1
+            return max(1, math.ceil(self._opened_at + self.open_seconds - _now()))
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._failures = 0
+            self._opened_at = None
+            self._probing = False
+
+    def abandon(self) -> None:
+        """The call ended without telling anything about the provider (a bug, an interrupt)."""
+        with self._lock:
+            self._probing = False
+
+    def failed(self) -> None:
+        with self._lock:
+            self._failures += 1
+            if self._probing or self._failures >= self.threshold:
+                self._opened_at = _now()
+            self._probing = False
+
+
+_breakers: dict[str, CircuitBreaker] = {}
+_breakers_lock = threading.Lock()
+
+
+def breaker_for(base_url: str) -> CircuitBreaker:
+    """The breaker shared by every call to ``base_url`` in this process."""
+    key = base_url.rstrip("/")
+    with _breakers_lock:
+        breaker = _breakers.get(key)
+        if breaker is None:
+            breaker = _breakers[key] = CircuitBreaker()
+        return breaker
+
+
+def reset_breakers() -> None:
+    """Forget every breaker's state (tests)."""
+    with _breakers_lock:
+        _breakers.clear()
+
+
+# --- HTTP --------------------------------------------------------------------------------
+
+
+class _Bearer(AuthBase):
+    """Bearer authentication; passed as ``auth`` so that requests never swaps in ~/.netrc
+    credentials and drops the header on a redirect to another host."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        return request
+
+    def __repr__(self) -> str:
+        return "_Bearer(<redacted>)"
+
+
+_session_lock = threading.Lock()
+_session: tuple[int, requests.Session] | None = None
+
+
+def _http() -> requests.Session:
+    """One pooled session per process (connections must not cross a fork), shared by threads.
+
+    Cookies are refused so that the session holds no per-caller state.
+    """
+    global _session
+    with _session_lock:
+        if _session is None or _session[0] != os.getpid():
+            session = requests.Session()
+            session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=16)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            _session = (os.getpid(), session)
+        return _session[1]
+
+
+class _Retryable(Exception):
+    """One attempt failed in a way that another attempt may fix."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ProviderUnavailable(f"The model provider sent a {what} over {limit:,} bytes.")
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_content(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise ProviderUnavailable(f"The model provider sent a {what} over {limit:,} bytes.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error_message(body: bytes) -> str:
+    """The provider's own error message from an OpenAI-shaped error body, or its text."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:_MESSAGE_LIMIT]
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            error = error.get("message") or error.get("detail") or error
+        if isinstance(error, str):
+            return error[:_MESSAGE_LIMIT]
+        detail = data.get("detail")
+        if isinstance(detail, str):
+            return detail[:_MESSAGE_LIMIT]
+    return text[:_MESSAGE_LIMIT]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    content_type: str
+    body: bytes
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise ProviderUnavailable(
+                "The model provider answered with something that is not JSON."
+            ) from None
+
+
+class Provider:
+    """An OpenAI-compatible API at ``base_url``. Cheap to build: build one per call."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        models: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key or None
+        self.models = {**{op: "" for op in MODEL_SETTINGS}, **(models or {})}
+        self.timeout = float(timeout)
+        self.where = redact_url(self.base_url)
+
+    @classmethod
+    def from_settings(cls, config: Mapping[str, Any] | None = None) -> Provider:
+        """The provider the settings describe; ProviderUnavailable when AI_BASE_URL is unset."""
+        config = settings() if config is None else config
+        base_url = config.get("AI_BASE_URL")
+        if not base_url:
+            raise ProviderUnavailable(
+                "No model provider is configured: set AI_BASE_URL to an OpenAI-compatible API "
+                "(and AI_API_KEY if it needs one)."
+            )
+        return cls(
+            base_url,
+            api_key=config.get("AI_API_KEY"),
+            models={op: config.get(setting) or "" for op, setting in MODEL_SETTINGS.items()},
+            timeout=config.get("AI_TIMEOUT_SECONDS") or 60.0,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Provider {self.where}>"
+
+    # --- operations ----------------------------------------------------------------------
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> str:
+        """POST /chat/completions; returns the first choice's text ("" when it has none)."""
+        body: dict[str, Any] = {
+            "model": self.models["chat"],
+            "messages": list(messages),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        if response_format is not None:
+            body["response_format"] = dict(response_format)
+        data = self._post("chat", "/chat/completions", json_body=body).json()
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderUnavailable("The model provider's chat answer has no choices.") from None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return content if isinstance(content, str) else ""
+
+    def generate_images(
+        self,
+        prompt: str,
+        *,
+        n: int,
+        size: str,
+        style: str | None = None,
+        negative_prompt: str | None = None,
+    ) -> list[Blob]:
+        """POST /images/generations; returns ``n`` images (base64 answers or downloaded URLs).
+
+        The style and the negative prompt are written into the prompt: providers disagree on
+        (or lack) fields for them, and a free-form style such as "watercolor" is only
+        understood in the prompt anyway.
+        """
+        text = prompt.strip()
+        if style:
+            text += f"\n\nStyle: {style.strip()}."
+        if negative_prompt:
+            text += f"\n\nAvoid: {negative_prompt.strip()}."
+        body = {"model": self.models["images"], "prompt": text, "n": n, "size": size}
+        data = self._post("images", "/images/generations", json_body=body).json()
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list) or not items:
+            raise ProviderUnavailable("The model provider's image answer holds no image.")
+        images = []
+        for index, item in enumerate(items, start=1):
+            if isinstance(item, dict) and isinstance(item.get("b64_json"), str):
+                try:
+                    raw = base64.b64decode(item["b64_json"], validate=True)
+                except (binascii.Error, ValueError):
+                    raise ProviderUnavailable(
+                        "The model provider sent an image that is not valid base64."
+                    ) from None
+                content_type = _image_type(raw, None)
+            elif isinstance(item, dict) and isinstance(item.get("url"), str):
+                raw, declared = self._download(item["url"])
+                content_type = _image_type(raw, declared)
+            else:
+                raise ProviderUnavailable("The model provider's image answer holds no image.")
+            if not raw:
+                raise ProviderUnavailable("The model provider sent an empty image.")
+            extension = content_type.split("/")[-1].replace("jpeg", "jpg")
+            images.append(Blob(raw, content_type, f"image-{index}.{extension}"))
+        return images
+
+    def transcribe(self, audio: Blob, *, language: str | None = None) -> dict[str, Any]:
+        """POST /audio/transcriptions (multipart, verbose_json).
+
+        Returns ``{"text", "language", "duration", "segments"}``: ``language`` is what the
+        provider reports (OpenAI gives a name such as "english") or the one asked for, or None;
+        ``duration`` in seconds or None; ``segments`` a list of ``{"start", "end", "text"}``,
+        empty when the provider gives none.
+        """
+        # Whisper servers tell the format by the file name's extension.
+        content_type = audio.content_type.split(";")[0].strip().lower()
+        extension = _AUDIO_EXTENSIONS.get(content_type, "bin")
+        form = {"model": self.models["transcribe"], "response_format": "verbose_json"}
+        if language:
+            form["language"] = language
+        files = {"file": (audio.filename or f"audio.{extension}", audio.data, audio.content_type)}
+        data = self._post("transcribe", "/audio/transcriptions", form=form, files=files).json()
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            raise ProviderUnavailable("The model provider's transcription holds no text.")
+        segments = []
+        for segment in data.get("segments") or []:
+            if isinstance(segment, dict) and isinstance(segment.get("text"), str):
+                segments.append(
+                    {
+                        "start": float(segment.get("start") or 0.0),
+                        "end": float(segment.get("end") or 0.0),
+                        "text": segment["text"].strip(),
+                    }
+                )
+        duration = data.get("duration")
+        return {
+            "text": data["text"].strip(),
+            "language": data.get("language") or language or None,
+            "duration": float(duration) if isinstance(duration, int | float) else None,
+            "segments": segments,
+        }
+
+    def speak(self, text: str, *, voice: str, format: str, speed: float) -> Blob:
+        """POST /audio/speech; returns the audio in ``format`` (mp3, opus, aac, flac, wav, pcm)."""
+        body = {
+            "model": self.models["speech"],
+            "input": text,
+            "voice": voice,
+            "response_format": format,
+            "speed": speed,
+        }
+        answer = self._post("speech", "/audio/speech", json_body=body, limit=MAX_DOWNLOAD_BYTES)
+        if not answer.body:
+            raise ProviderUnavailable("The model provider sent empty audio.")
+        declared = answer.content_type
+        if not declared.startswith("audio/"):
+            declared = _SPEECH_TYPES.get(format, "application/octet-stream")
+        return Blob(answer.body, declared, f"speech.{format}")
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """POST /embeddings; one vector per text, in order."""
+        if not texts:
+            return []
+        body = {"model": self.models["embed"], "input": list(texts)}
+        data = self._post("embed", "/embeddings", json_body=body).json()
+        items = data.get("data") if isinstance(data, dict) else None
+        try:
+            ordered = sorted(items, key=lambda item: item.get("index", 0))
+            vectors = [[float(x) for x in item["embedding"]] for item in ordered]
+        except (AttributeError, KeyError, TypeError, ValueError):
+            raise ProviderUnavailable(
+                "The model provider's embeddings answer is malformed."
+            ) from None
+        if len(vectors) != len(texts):
+            raise ProviderUnavailable(
+                f"The model provider sent {len(vectors)} embeddings for {len(texts)} texts."
+            )
+        return vectors
+
+    # --- transport -----------------------------------------------------------------------
+
+    def _timeouts(self) -> tuple[float, float]:
+        return (min(CONNECT_TIMEOUT_CAP, self.timeout), self.timeout)
+
+    def _post(
+        self,
+        operation: str,
+        path: str,
+        *,
+        json_body: Mapping[str, Any] | None = None,
+        form: Mapping[str, str] | None = None,
+        files: Mapping[str, Any] | None = None,
+        limit: int = MAX_RESPONSE_BYTES,
+    ) -> _Answer:
+        """POST with retries through the breaker; the answer of the first 2xx."""
+        breaker = breaker_for(self.base_url)
+        last = "no attempt was made"
+        retry_after: float | None = None
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not breaker.allow():
+                raise ProviderUnavailable(
+                    f"The model provider at {self.where} is failing; calls are paused for a "
+                    f"while (last problem: {last}).",
+                    retry_after=breaker.retry_after(),
+                )
+            started = time.perf_counter()
+            try:
+                answer = self._attempt(operation, path, json_body, form, files, limit)
+            except _Retryable as failure:
+                breaker.failed()
+                last, retry_after = failure.reason, failure.retry_after
+                log.warning(
+                    "Model provider %s%s: %s (attempt %d of %d).",
+                    self.where, path, failure.reason, attempt, MAX_ATTEMPTS,
+                )  # fmt: skip
+            except EngineError as refusal:
+                breaker.succeeded()  # a refusal still shows that the provider is up
+                log.info("Model provider %s%s: %s", self.where, path, refusal.message)
+                raise
+            except ProviderUnavailable as refusal:
+                breaker.succeeded()
+                log.warning("Model provider %s%s: %s", self.where, path, refusal.message)
+                raise
+            except BaseException:
+                breaker.abandon()
+                raise
+            else:
+                breaker.succeeded()
+                log.info(
+                    "Model provider %s%s answered in %.0f ms (%d bytes).",
+                    self.where, path, (time.perf_counter() - started) * 1000, len(answer.body),
+                )  # fmt: skip
+                return answer
+            if attempt == MAX_ATTEMPTS:
+                break
+            if retry_after is not None and retry_after > MAX_RETRY_AFTER:
+                break  # Waiting that long would hold the worker; the caller retries later.
+            delay = retry_after if retry_after is not None else _backoff(attempt)
+            _sleep(delay)
+        raise ProviderUnavailable(
+            f"The model provider at {self.where} did not answer {path} "
+            f"after {attempt} attempt{'s' if attempt > 1 else ''} (last problem: {last}).",
+            retry_after=_reported_retry_after(retry_after),
+        )
+
+    def _attempt(
+        self,
+        operation: str,
+        path: str,
+        json_body: Mapping[str, Any] | None,
+        form: Mapping[str, str] | None,
+        files: Mapping[str, Any] | None,
+        limit: int,
+    ) -> _Answer:
+        auth = _Bearer(self._api_key) if self._api_key else None
+        try:
+            with _http().post(
+                self.base_url + path,
+                json=json_body,
+                data=form,
+                files=files,
+                auth=auth,
+                timeout=self._timeouts(),
+                stream=True,
+                allow_redirects=False,
+            ) as response:
+                status = response.status_code
+                content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
+                retry_after = _parse_retry_after(response.headers.get("Retry-After"))
+                body = _read_limited(response, limit, "answer")
+        except requests.Timeout:
+            raise _Retryable(f"no answer within {self.timeout:g} s") from None
+        except requests.ConnectionError as error:
+            raise _Retryable(f"cannot connect ({type(error).__name__})") from None
+        except requests.RequestException as error:
+            raise ProviderUnavailable(
+                f"The model provider at {self.where} cannot be called ({type(error).__name__}): "
+                "check AI_BASE_URL."
+            ) from None
+        if 200 <= status < 300:
+            return _Answer(content_type, body)
+        if status in _RETRYABLE_STATUSES:
+            raise _Retryable(f"HTTP {status}", retry_after)
+        raise self._refusal(operation, path, status, body)
+
+    def _refusal(self, operation: str, path: str, status: int, body: bytes) -> Exception:
+        """The error for a 4xx (other than 408 and 429) or an unexpected status."""
+        if status in _INPUT_STATUSES:
+            message = self._scrub(_error_message(body)) or f"HTTP {status}"
+            return EngineError(f"The model provider refused the request: {message}")
+        if status in (401, 403):
+            # The provider's message may quote part of the key: it is not passed on.
+            return ProviderUnavailable(
+                f"The model provider at {self.where} refused our credentials (HTTP {status}): "
+                "check AI_API_KEY."
+            )
+        if status == 404:
+            setting = MODEL_SETTINGS[operation]
+            return ProviderUnavailable(
+                f"The model provider at {self.where} answered 404 to {path} for model "
+                f"{self.models[operation]!r}: set {setting} to a model it serves, and check "
+                "that AI_BASE_URL includes the API's path prefix (such as /v1)."
+            )
+        if 300 <= status < 400:
+            return ProviderUnavailable(
+                f"The model provider at {self.where} redirects {path} (HTTP {status}): set "
+                "AI_BASE_URL to the API's own address."
+            )
+        return ProviderUnavailable(
+            f"The model provider at {self.where} answered HTTP {status} to {path}."
+        )
+
+    def _scrub(self, text: str) -> str:
+        if self._api_key and self._api_key in text:
+            text = text.replace(self._api_key, "[redacted]")
+        return text
+
+    def _download(self, url: str) -> tuple[bytes, str | None]:
+        """Fetch an image the provider answered with as a URL (never with our credentials)."""
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise ProviderUnavailable("The model provider sent an image URL that is not HTTP.")
+        try:
+            with _http().get(url, timeout=self._timeouts(), stream=True) as response:
+                if response.status_code != 200:
+                    raise ProviderUnavailable(
+                        f"The model provider's image could not be downloaded "
+                        f"(HTTP {response.status_code})."
+                    )
+                declared = response.headers.get("Content-Type", "").split(";")[0].strip()
+                return _read_limited(response, MAX_DOWNLOAD_BYTES, "image"), declared or None
+        except requests.RequestException as error:
+            raise ProviderUnavailable(
+                f"The model provider's image could not be downloaded ({type(error).__name__})."
+            ) from None
+
+
+def _backoff(attempt: int) -> float:
+    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def _reported_retry_after(retry_after: float | None) -> int:
+    if retry_after is None:
+        return 30
+    return min(MAX_REPORTED_RETRY_AFTER, max(1, math.ceil(retry_after)))
+
+
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def _image_type(data: bytes, declared: str | None) -> str:
+    """The image's type from its first bytes (base64 answers declare none)."""
+    for signature, content_type in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return content_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if declared and declared.startswith("image/"):
+        return declared
+    raise ProviderUnavailable("The model provider sent an image in an unknown format.")
+
+
+# --- the configured provider, as module functions ----------------------------------------
+
+
+def chat(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    response_format: Mapping[str, Any] | None = None,
+) -> str:
+    """``Provider.chat`` on the provider the app's settings name."""
+    return Provider.from_settings().chat(
+        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    )
+
+
+def generate_images(
+    prompt: str,
+    *,
+    n: int,
+    size: str,
+    style: str | None = None,
+    negative_prompt: str | None = None,
+) -> list[Blob]:
+    """``Provider.generate_images`` on the provider the app's settings name."""
+    return Provider.from_settings().generate_images(
+        prompt, n=n, size=size, style=style, negative_prompt=negative_prompt
+    )
+
+
+def transcribe(audio: Blob, *, language: str | None = None) -> dict[str, Any]:
+    """``Provider.transcribe`` on the provider the app's settings name."""
+    return Provider.from_settings().transcribe(audio, language=language)
+
+
+def speak(text: str, *, voice: str, format: str, speed: float) -> Blob:
+    """``Provider.speak`` on the provider the app's settings name."""
+    return Provider.from_settings().speak(text, voice=voice, format=format, speed=speed)
+
+
+def embed(texts: Sequence[str]) -> list[list[float]]:
+    """``Provider.embed`` on the provider the app's settings name."""
+    return Provider.from_settings().embed(texts)
