@@ -1,0 +1,294 @@
+"""The ``llm.chat`` engine: model-backed text tools, each with its own prompt and output format.
+
+A tool's params hold its system prompt and a prompt template whose ``{field}`` placeholders
+are filled from the tool's validated inputs. Values are inserted once, as they are: a value
+such as ``{__class__}`` stays literal text, and a template may only name plain fields (no
+attribute or index access, conversions or format specs; ``{{`` and ``}}`` are literal braces).
+
+The answer comes from the text generation chain (``engines.chain``: the configured provider,
+then the embedded model) and is shaped by ``format``: ``text`` and ``markdown`` give
+``{"text"}``, ``list`` gives ``{"items"}`` (parsed from bullet or numbered lines), ``json``
+gives the JSON object the model wrote. An answer that cannot be shaped is asked for once more;
+a second failure is ProviderUnavailable("the model returned malformed output").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from engines import chain
+from engines.base import Engine, ProviderUnavailable
+
+FORMATS = ("text", "markdown", "json", "list")
+DEFAULT_FORMAT = "text"
+DEFAULT_TEMPERATURE = 0.7
+DEFAULT_MAX_TOKENS = 800
+
+# Literal text, doubled braces, or a placeholder naming one field.
+TEMPLATE_PATTERN = r"^(?:[^{}]|\{\{|\}\}|\{[A-Za-z_][A-Za-z0-9_]*\})*$"
+
+_INSTRUCTIONS = {
+    "text": "Answer in plain text, without Markdown formatting.",
+    "markdown": "Format the answer in Markdown.",
+    "list": (
+        'Answer with a list: one item per line, each line starting with "- ". '
+        "Write nothing before or after the list."
+    ),
+    "json": "Answer with a single JSON object and nothing else: no prose, no code fences.",
+}
+_REPAIRS = {
+    "text": "Your answer was empty. Answer the request again.",
+    "markdown": "Your answer was empty. Answer the request again.",
+    "list": 'Your answer had no list items. Reply again with only the list, one "- " item a line.',
+    "json": "Your answer was not a valid JSON object{detail}. Reply again with only the object.",
+}
+MALFORMED = "the model returned malformed output"
+
+_BULLET_RE = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|\(\d{1,3}\)|[a-zA-Z][.)])\s+(?P<item>.*\S)")
+_FENCE_RE = re.compile(r"^```[\w-]*\n(?P<body>.*)\n```$", re.DOTALL)
+
+
+class MalformedOutput(Exception):
+    """The model's answer does not have the requested shape; ``detail`` says how."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+# --- the prompt template -----------------------------------------------------------------
+
+
+def placeholders(template: str) -> list[str]:
+    """The field names a template uses, in order; ValueError for anything but plain names."""
+    names = []
+    for _literal, field, spec, conversion in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            raise ValueError(
+                f"Placeholder {{{field}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} must name a single input field."
+            )
+        names.append(field)
+    return names
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple):
+        return ", ".join(_as_text(item) for item in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def render(template: str, values: Mapping[str, Any]) -> str:
+    """Fill a template's placeholders with ``values`` (each inserted once, never re-parsed).
+
+    Raises ValueError when the template names a field ``values`` lacks (a catalogue bug that
+    ``check_params`` finds before any run).
+    """
+    parts = []
+    for literal, field, spec, conversion in string.Formatter().parse(template):
+        parts.append(literal)
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            raise ValueError(f"Placeholder {{{field}}} must name a single input field.")
+        if field not in values:
+            raise ValueError(f"The prompt names {{{field}}}, which is not an input of the tool.")
+        parts.append(_as_text(values[field]))
+    return "".join(parts)
+
+
+def check_params(params: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[str]:
+    """Problems of a tool's params beyond ``params_schema``: placeholders that are not inputs."""
+    try:
+        names = placeholders(params.get("prompt", ""))
+    except ValueError as error:
+        return [str(error)]
+    known = set(inputs.get("properties", {}))
+    return [
+        f"prompt placeholder {{{name}}} is not an input field."
+        for name in dict.fromkeys(names)
+        if name not in known
+    ]
+
+
+# --- shaping the answer ------------------------------------------------------------------
+
+
+def parse_list(text: str) -> list[str]:
+    """Items of a bullet or numbered list; without any, the non-empty lines."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    bullets = [match.group("item").strip() for line in lines if (match := _BULLET_RE.match(line))]
+    if bullets:
+        return bullets
+    return [line.strip() for line in lines if not line.strip().startswith("```")]
+
+
+def _balanced_objects(text: str):
+    """Each balanced ``{...}`` span in ``text`` (strings and escapes respected), in order."""
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        in_string = False
+        escaped = False
+        for index in range(start, len(text)):
+            char = text[index]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    yield text[start : index + 1]
+                    break
+        start = text.find("{", start + 1)
+
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The first balanced ``{...}`` in ``text`` that parses as a JSON object."""
+    for candidate in _balanced_objects(text):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise MalformedOutput()
+
+
+def _strip_fence(text: str) -> str:
+    match = _FENCE_RE.match(text)
+    return match.group("body").strip() if match else text
+
+
+def shape(answer: str, format: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The tool output for ``answer``; MalformedOutput when it does not have the shape."""
+    text = answer.strip()
+    if format == "json":
+        value = extract_json_object(text)
+        if schema is not None:
+            error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+            if error is not None:
+                where = ".".join(str(p) for p in error.absolute_path) or "the object"
+                raise MalformedOutput(f" matching the schema ({where}: {error.message})")
+        return value
+    if format == "list":
+        items = parse_list(text)
+        if not items:
+            raise MalformedOutput()
+        return {"items": items}
+    if format == "markdown":
+        text = _strip_fence(text)
+    if not text:
+        raise MalformedOutput()
+    return {"text": text}
+
+
+# --- the engine --------------------------------------------------------------------------
+
+
+def generate(
+    inputs: Mapping[str, Any],
+    params: Mapping[str, Any],
+    *,
+    output_schema: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run one model-backed tool: render the prompt, ask the chain, shape the answer.
+
+    With ``output_schema`` (json format), the model is asked for an object matching it (a
+    provider or the embedded model that supports JSON schemas constrains its output to it)
+    and an answer that does not match is repaired like a malformed one.
+    """
+    format = params.get("format", DEFAULT_FORMAT)
+    temperature = float(params.get("temperature", DEFAULT_TEMPERATURE))
+    max_tokens = int(params.get("max_tokens", DEFAULT_MAX_TOKENS))
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": f"{params['system'].strip()}\n\n{_INSTRUCTIONS[format]}"},
+        {"role": "user", "content": render(params["prompt"], inputs)},
+    ]
+    response_format: dict[str, Any] | None = None
+    schema = output_schema if format == "json" else None
+    if format == "json":
+        response_format = (
+            {"type": "json_schema", "json_schema": {"name": "output", "schema": dict(schema)}}
+            if schema is not None
+            else {"type": "json_object"}
+        )
+    answer = chain.chat(
+        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    )
+    try:
+        return shape(answer, format, schema)
+    except MalformedOutput as malformed:
+        repair = _REPAIRS[format].format(detail=malformed.detail)
+    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": repair}]
+    answer = chain.chat(
+        messages,
+        temperature=min(temperature, 0.2),
+        max_tokens=max_tokens,
+        response_format=response_format,
+    )
+    try:
+        return shape(answer, format, schema)
+    except MalformedOutput:
+        raise ProviderUnavailable(MALFORMED) from None
+
+
+class LlmChatEngine(Engine):
+    """A text model answering a tool's own prompt (see the module docstring)."""
+
+    name = "llm.chat"
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["system", "prompt"],
+        "properties": {
+            "system": {"type": "string", "minLength": 1},
+            "prompt": {"type": "string", "minLength": 1, "pattern": TEMPLATE_PATTERN},
+            "format": {"enum": list(FORMATS), "default": DEFAULT_FORMAT},
+            "temperature": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 2,
+                "default": DEFAULT_TEMPERATURE,
+            },
+            "max_tokens": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 8192,
+                "default": DEFAULT_MAX_TOKENS,
+            },
+        },
+    }
+
+    def unavailable_reason(self) -> str | None:
+        return chain.unavailable_reason(chain.TEXT)
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        return generate(inputs, params)
+
+
+ENGINES = (LlmChatEngine(),)

