@@ -59,6 +59,7 @@ def register_api(app) -> None:
     from blueprints.api.files.routes import blp as files_blp
     from blueprints.api.health.routes import blp as health_blp
     from blueprints.api.openapi.routes import blp as openapi_blp
+    from blueprints.api.tools.openapi import ToolSchemasPlugin
     from blueprints.api.tools.routes import blp as tools_blp
     from blueprints.api.whoami.routes import blp as whoami_blp
 
@@ -73,7 +74,9 @@ def register_api(app) -> None:
         },
     )
     app.url_map.converters["slug"] = ToolSlugConverter
-    api = PlatformApi()
+    api = PlatformApi(
+        spec_kwargs={"extra_plugins": [ToolSchemasPlugin(app.extensions["catalogue"])]}
+    )
     api.register_converter(
         ToolSlugConverter, lambda _: {"type": "string", "pattern": ToolSlugConverter.pattern}
     )

@@ -171,9 +171,7 @@ def test_no_webhook_url_means_no_delivery(events_app, receiver):
     assert received == []
 
 
-def test_a_private_webhook_address_is_refused_without_the_operator_setting(
-    embedded_app, receiver
-):
+def test_a_private_webhook_address_is_refused_without_the_operator_setting(embedded_app, receiver):
     url, received = receiver
     client = embedded_app.test_client()
     raw, _secret = _key_with_webhook(url)
