@@ -210,32 +210,37 @@ class ToolBySlug(MethodView):
         return find_tool(slug).to_public()
 
 
+def _run_operation(body_schema: dict, example: dict) -> dict:
+    """The OpenAPI description shared by both run endpoints."""
+    return {
+        "security": API_KEY_SECURITY,
+        "parameters": [PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": body_schema, "example": example}},
+        },
+        "responses": {"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
+    }
+
+
 @blp.route("/public/tools/<slug:slug>/run")
 class RunBySlug(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(
-        security=API_KEY_SECURITY,
-        parameters=[PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
-        requestBody={
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["input"],
-                        "properties": {
-                            "input": {
-                                "type": "string",
-                                "description": "The tool's main input (its primary field).",
-                            }
-                        },
-                        "additionalProperties": True,
-                    },
-                    "example": {"input": "Flask is a lightweight web framework for Python."},
-                }
+        **_run_operation(
+            {
+                "type": "object",
+                "required": ["input"],
+                "properties": {
+                    "input": {
+                        "type": "string",
+                        "description": "The tool's main input (its primary field).",
+                    }
+                },
+                "additionalProperties": True,
             },
-        },
-        responses={"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
+            {"input": "Flask is a lightweight web framework for Python."},
+        )
     )
     def post(self, slug):
         """Run a tool by slug with `{"input": "..."}` (402 below Pro)."""
@@ -248,29 +253,22 @@ class RunBySlug(MethodView):
 class RunDispatch(MethodView):
     @blp.response(200, RunResultSchema)
     @blp.doc(
-        security=API_KEY_SECURITY,
-        parameters=[PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
-        requestBody={
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["slug"],
-                        "properties": {
-                            "slug": {"type": "string", "description": "The tool to run."},
-                            "input": {
-                                "type": "string",
-                                "description": "Alias for the tool's primary field.",
-                            },
-                        },
-                        "additionalProperties": True,
+        # The body is refined per tool by blueprints/api/tools/openapi.py.
+        **_run_operation(
+            {
+                "type": "object",
+                "required": ["slug"],
+                "properties": {
+                    "slug": {"type": "string", "description": "The tool to run."},
+                    "input": {
+                        "type": "string",
+                        "description": "Alias for the tool's primary field.",
                     },
-                    "example": {"slug": "keyword-extractor", "input": "Flask web framework"},
-                }
+                },
+                "additionalProperties": True,
             },
-        },
-        responses={"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
+            {"slug": "keyword-extractor", "input": "Flask web framework"},
+        )
     )
     def post(self):
         """Run any tool: `slug` plus the tool's own fields (403 for Free/Starter keys)."""
