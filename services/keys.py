@@ -215,7 +215,11 @@ def _load(key_hash: str) -> KeyContext | None:
 
 
 def touch(context: KeyContext) -> KeyContext:
-    """Record that the key was used; writes at most once a minute per key and process."""
+    """Record that the key was used; writes at most once a minute per key and process.
+
+    This small write commits on its own: it is bookkeeping, not part of the request's work,
+    and must not wait for (or be rolled back with) what the request does next.
+    """
     now = time.monotonic()
     if now - _last_used_written.get(context.key_id, -_LAST_USED_EVERY) < _LAST_USED_EVERY:
         return context
