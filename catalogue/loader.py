@@ -12,7 +12,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 import engines
-from catalogue.tool import CATEGORIES, CREDIT_CLASSES, TOOL_PLANS, Catalogue, Tool
+from catalogue.tool import (
+    CATEGORIES,
+    CREDIT_CLASSES,
+    MAX_FILE_CHARS,
+    TOOL_PLANS,
+    Catalogue,
+    Tool,
+    file_schema,
+)
 
 DEFAULT_DIRECTORY = Path(__file__).parent / "tools"
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -116,6 +124,8 @@ def _read_file(path: Path) -> list[tuple[Tool | None, list[str]]]:
     for index, record in enumerate(records):
         slug = record.get("slug") if isinstance(record, dict) else None
         where = f"{path.name}: {slug if isinstance(slug, str) else f'tool #{index + 1}'}"
+        if isinstance(record, dict) and isinstance(record.get("output"), dict):
+            record = {**record, "output": expand_files(record["output"])}
         problems = [f"{where}: {p}" for p in _check_record(record, category)]
         tool = None if problems else _build(record, category)
         results.append((tool, problems))
@@ -215,12 +225,11 @@ def _check_strings(spec: Any, where: str) -> list[str]:
     is_string = types == "string" or (isinstance(types, list) and "string" in types)
     if is_string and "enum" not in spec and "const" not in spec:
         limit = spec.get("maxLength")
+        most = MAX_FILE_CHARS if "contentMediaType" in spec else MAX_TEXT_LENGTH
         if limit is None:
             problems.append(f"string input '{where}' has no maxLength.")
-        elif limit > MAX_TEXT_LENGTH:
-            problems.append(
-                f"string input '{where}' allows more than {MAX_TEXT_LENGTH} characters."
-            )
+        elif limit > most:
+            problems.append(f"string input '{where}' allows more than {most} characters.")
     for key in ("items", "additionalProperties"):
         problems.extend(_check_strings(spec.get(key), f"{where}.{key}"))
     for name, sub in spec.get("properties", {}).items():
@@ -229,6 +238,17 @@ def _check_strings(spec: Any, where: str) -> list[str]:
         for index, sub in enumerate(spec.get(key, [])):
             problems.extend(_check_strings(sub, f"{where}.{key}.{index}"))
     return problems
+
+
+def expand_files(schema: Any) -> Any:
+    """Output properties written as ``{contentMediaType: ...}`` become the stored-file schema."""
+    if isinstance(schema, list):
+        return [expand_files(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "contentMediaType" in schema and "type" not in schema:
+        return {**file_schema(schema["contentMediaType"]), **schema, "type": "object"}
+    return {key: expand_files(value) for key, value in schema.items()}
 
 
 def _check_output(output: dict[str, Any]) -> list[str]:

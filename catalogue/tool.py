@@ -28,6 +28,31 @@ CATEGORIES = (
 )
 CREDIT_CLASSES = {"fast_text": 1, "premium_text": 2, "image": 5, "audio": 5, "video": 10}
 TOOL_PLANS = ("pro", "creator", "business", "agency")
+# Binary fields (DESIGN.md section 10): an input property with ``contentMediaType`` takes a
+# file as a URL, a data: URI, base64 or a multipart upload (``x-accept`` may list several
+# types); an output property with ``contentMediaType`` is a stored file answered as a URL.
+MAX_FILE_BYTES = 25 * 1024 * 1024
+# The longest string that can carry MAX_FILE_BYTES (base64 in a data: URI).
+MAX_FILE_CHARS = 36 * 1024 * 1024
+
+
+def file_schema(media_type: str) -> dict[str, Any]:
+    """The JSON Schema of a stored file in a tool's output."""
+    return {
+        "type": "object",
+        "contentMediaType": media_type,
+        "additionalProperties": False,
+        "required": ["id", "url", "content_type", "size"],
+        "properties": {
+            "id": {"type": "string"},
+            "url": {"type": "string", "format": "uri"},
+            "content_type": {"type": "string"},
+            "size": {"type": "integer", "minimum": 0},
+            "filename": {"type": ["string", "null"]},
+        },
+    }
+
+
 # Every plan includes the tools of the plans before it.
 _PLAN_ORDER = ("free", "starter", *TOOL_PLANS)
 
@@ -61,6 +86,8 @@ class Tool:
     examples: list[dict[str, Any]]
     _validator: Draft202012Validator = field(init=False, repr=False)
     _defaults: dict[str, Any] = field(init=False, repr=False)
+    # Binary input fields and the media types each accepts.
+    binary_inputs: dict[str, tuple[str, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Built once per tool: validate() runs on every API request.
@@ -71,6 +98,12 @@ class Tool:
             if isinstance(spec, dict) and "default" in spec
         }
         object.__setattr__(self, "_defaults", defaults)
+        binary = {
+            name: tuple(spec.get("x-accept") or [spec["contentMediaType"]])
+            for name, spec in self.inputs.get("properties", {}).items()
+            if isinstance(spec, dict) and "contentMediaType" in spec
+        }
+        object.__setattr__(self, "binary_inputs", binary)
 
     @property
     def credits(self) -> int:

@@ -20,7 +20,7 @@ from engines import EngineError, ProviderUnavailable, run_tool
 from extensions import db
 from models import TERMINAL_STATES, Run
 from models.base import new_uuid
-from services import clock, quota, usage
+from services import clock, quota, tool_files, usage
 from services.keys import KeyContext
 from services.quota import Reservation
 from services.recorder import recorder
@@ -84,7 +84,7 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
     run.started_at = moment
     started = time.perf_counter()
     try:
-        output = tool.sample_output() if context.sandbox else run_tool(tool, inputs)
+        output = tool.sample_output() if context.sandbox else _run_engine(tool, inputs, run)
     except Exception as error:
         if reservation is not None:
             quota.store().release(context.key_id, 1, reservation.day, guessed_credits)
@@ -135,12 +135,12 @@ def execute(run_id: str) -> Run | None:
     if claimed.rowcount != 1:
         return None
     run = db.session.get(Run, run_id)
-    tool = load_catalogue().get(run.tool_slug)
     started = time.perf_counter()
     try:
+        tool = load_catalogue().get(run.tool_slug)
         if tool is None:
             raise ProviderUnavailable(f"The tool {run.tool_slug} is no longer available.")
-        output = tool.sample_output() if run.sandbox else run_tool(tool, dict(run.input))
+        output = tool.sample_output() if run.sandbox else _run_engine(tool, run.input, run)
     except Exception as error:
         kind, message, retry_after = _classify(error)
         _conclude(run, started, "failed", error=_error(kind, message, retry_after))
@@ -157,6 +157,12 @@ def execute(run_id: str) -> Run | None:
             )
         )
     return run
+
+
+def _run_engine(tool: Tool, inputs: dict, run: Run) -> dict:
+    """The engine's output for stored inputs, its files stored and answered as URLs."""
+    output = run_tool(tool, tool_files.load_inputs(tool, inputs))
+    return tool_files.store_outputs(output, account_id=run.account_id, run_id=run.id)
 
 
 def fail_unfinished(run_id: str, message: str) -> bool:

@@ -113,10 +113,23 @@ def _handle_unexpected(error: Exception):
     return problem_response(from_http_exception(InternalServerError()))
 
 
+_FILE_ENDPOINTS = frozenset({"tools.RunBySlug", "tools.RunDispatch"})
+
+
 def _refuse_large_bodies():
-    """413 comes first in the pipeline, before the key is even looked at."""
-    if is_api_request() and (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"]:
-        raise too_large()
+    """413 comes first in the pipeline, before the key is even looked at: 1 MiB, or 25 MiB
+    where a request may carry files (the run endpoints check text tools' 1 MiB once the
+    tool is known)."""
+    if not is_api_request():
+        return
+    config = current_app.config
+    limit = (
+        config["MAX_CONTENT_LENGTH"]
+        if request.endpoint in _FILE_ENDPOINTS
+        else config["MAX_TEXT_BODY"]
+    )
+    if (request.content_length or 0) > limit:
+        raise too_large(limit)
 
 
 def _api_headers(response):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from flask import current_app, g, request
+from werkzeug.datastructures import FileStorage
 
 from blueprints.api.problems import Problem, problem_response
 from services import clock, idempotency, keys, quota, ratelimit
@@ -132,26 +133,38 @@ def parse_prefer() -> Prefer:
     return Prefer(wait, respond_async, ", ".join(applied) or None)
 
 
-def json_body() -> dict:
-    """The request body as a JSON object (413, 415, 400, 422)."""
-    if request.content_length and request.content_length > current_app.config["MAX_TEXT_BODY"]:
-        raise too_large()
+def read_body(*, max_bytes: int) -> tuple[dict, dict[str, FileStorage]]:
+    """The request body as a JSON object, or a multipart form with its file uploads
+    (413, 415, 400, 422). Returns the fields and the uploads by field name."""
+    if (request.content_length or 0) > max_bytes:
+        raise too_large(max_bytes)
     mimetype = request.mimetype
+    if mimetype == "multipart/form-data":
+        uploads = {name: request.files[name] for name in request.files}
+        return {name: request.form[name] for name in request.form}, uploads
     if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise Problem(
             415,
             "unsupported_media_type",
-            f"Send the body as application/json, not {mimetype}.",
+            f"Send the body as application/json (or multipart/form-data), not {mimetype}.",
         )
     data = request.get_data(cache=True)
-    if len(data) > current_app.config["MAX_TEXT_BODY"]:
-        raise too_large()
+    if len(data) > max_bytes:
+        raise too_large(max_bytes)
     try:
         body = json.loads(data or b"{}")
     except (ValueError, UnicodeDecodeError) as error:
         raise Problem(400, "invalid_json", f"The body is not valid JSON: {error}.") from None
     if not isinstance(body, dict):
         raise validation_failed({"": ["The body must be a JSON object."]})
+    return body, {}
+
+
+def json_body() -> dict:
+    """The request body as a JSON object of at most the text limit (413, 415, 400, 422)."""
+    body, uploads = read_body(max_bytes=current_app.config["MAX_TEXT_BODY"])
+    if uploads:
+        raise validation_failed({name: ["This endpoint takes no files."] for name in uploads})
     return body
 
 
@@ -162,10 +175,11 @@ def validation_failed(errors: dict[str, list[str]]) -> Problem:
     )
 
 
-def too_large() -> Problem:
-    limit_kib = current_app.config["MAX_TEXT_BODY"] // 1024
+def too_large(max_bytes: int | None = None) -> Problem:
+    limit = max_bytes or current_app.config["MAX_TEXT_BODY"]
+    shown = f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
     return Problem(
-        413, "payload_too_large", f"The body is larger than {limit_kib} KiB, the most accepted."
+        413, "payload_too_large", f"The body is larger than {shown}, the most accepted here."
     )
 
 

@@ -1,6 +1,10 @@
-from flask import g, jsonify, url_for
+import contextlib
+import json
+
+from flask import current_app, g, jsonify, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from werkzeug.datastructures import FileStorage
 
 from blueprints.api.docs import (
     API_KEY_SECURITY,
@@ -11,11 +15,12 @@ from blueprints.api.docs import (
 )
 from blueprints.api.pipeline import (
     authenticate,
-    json_body,
     parse_prefer,
+    read_body,
     require_api_access,
     require_plan,
     respond_idempotently,
+    too_large,
     validation_failed,
 )
 from blueprints.api.problems import Problem
@@ -25,7 +30,8 @@ from catalogue import Tool, load_catalogue
 from extensions import db
 from jobs.runs import fail_abandoned_run, run_tool_job
 from models import Run
-from services import clock, runs
+from services import clock, runs, tool_files
+from services.binary import BinaryInputError
 from services.queue import dispatcher
 from services.quota import Usage
 from services.runs import QuotaExceeded, RunFailed
@@ -43,6 +49,11 @@ _ACCEPTED = {
 }
 
 
+def run_body() -> tuple[dict, dict[str, FileStorage]]:
+    """A run's body: JSON or multipart, up to the file limit (text tools check 1 MiB later)."""
+    return read_body(max_bytes=current_app.config["MAX_CONTENT_LENGTH"])
+
+
 def find_tool(slug: str) -> Tool:
     tool = load_catalogue().get(slug)
     if tool is None:
@@ -50,31 +61,63 @@ def find_tool(slug: str) -> Tool:
     return tool
 
 
-def tool_inputs(tool: Tool, body: dict) -> dict:
-    """Map the ``input`` alias to the tool's main field, then validate (422)."""
-    if "input" in body:
-        if tool.primary in body:
+def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict:
+    """The tool's inputs from the body: the ``input`` alias mapped to the main field, form
+    values typed, validated (422), defaults filled and files stored (422, 413)."""
+    if (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"] and not (
+        tool.binary_inputs
+    ):
+        raise too_large()
+    fields = set(body) | set(uploads)
+    if "input" in fields:
+        if tool.primary in fields:
             raise validation_failed({"input": [f"Send either input or {tool.primary}, not both."]})
-        body[tool.primary] = body.pop("input")
-    errors = tool.validate(body)
+        for source in (body, uploads):
+            if "input" in source:
+                source[tool.primary] = source.pop("input")
+    if request.mimetype == "multipart/form-data":
+        body = _typed_form(tool, body)
+    unexpected = [name for name in uploads if name not in tool.binary_inputs]
+    if unexpected:
+        raise validation_failed({name: ["This field takes no file."] for name in unexpected})
+    # An uploaded file stands where its field's string value would be.
+    errors = tool.validate({**body, **{name: "upload" for name in uploads}})
     if errors:
         raise validation_failed(errors)
-    return tool.with_defaults(body)
+    try:
+        return tool_files.store_inputs(tool, tool.with_defaults(body), uploads, g.key.account_id)
+    except BinaryInputError as refused:
+        if refused.status == 413:
+            raise Problem(413, "payload_too_large", refused.message) from None
+        raise validation_failed({refused.field: [refused.message]}) from None
 
 
-def run_by_slug(slug: str, body: dict):
+def _typed_form(tool: Tool, form: dict) -> dict:
+    """Form fields arrive as strings: read JSON for the fields the tool does not type as text."""
+    typed = {}
+    for name, value in form.items():
+        spec = tool.inputs.get("properties", {}).get(name, {})
+        if spec.get("type", "string") != "string":
+            # Not JSON: left as text, and validation names the field.
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        typed[name] = value
+    return typed
+
+
+def run_by_slug(slug: str, body: dict, uploads: dict[str, FileStorage]):
     tool = find_tool(slug)
     require_plan(tool.required_plan)
-    return run_tool_request(tool, tool_inputs(tool, body))
+    return run_tool_request(tool, tool_inputs(tool, body, uploads))
 
 
-def run_dispatched(body: dict):
+def run_dispatched(body: dict, uploads: dict[str, FileStorage]):
     slug = body.pop("slug", None)
     if slug is None:
         raise validation_failed({"slug": ["Missing required field."]})
     if not isinstance(slug, str):
         raise validation_failed({"slug": ["Must be a string."]})
-    return run_by_slug(slug, body)
+    return run_by_slug(slug, body, uploads)
 
 
 def run_tool_request(tool: Tool, inputs: dict):
@@ -246,7 +289,7 @@ class RunBySlug(MethodView):
         """Run a tool by slug with `{"input": "..."}` (402 below Pro)."""
         authenticate()
         require_api_access(on_slug_endpoint=True)
-        return respond_idempotently(lambda: run_by_slug(slug, json_body()))
+        return respond_idempotently(lambda: run_by_slug(slug, *run_body()))
 
 
 @blp.route("/tools/run")
@@ -274,7 +317,7 @@ class RunDispatch(MethodView):
         """Run any tool: `slug` plus the tool's own fields (403 for Free/Starter keys)."""
         authenticate()
         require_api_access()
-        return respond_idempotently(lambda: run_dispatched(json_body()))
+        return respond_idempotently(lambda: run_dispatched(*run_body()))
 
 
 @blp.route("/tools/run/<uuid:run_id>/status")

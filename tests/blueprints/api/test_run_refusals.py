@@ -150,9 +150,29 @@ def test_invalid_input_is_422_with_field_errors(client, make_key, path, body, fi
 
 
 @pytest.mark.parametrize("path", [SLUG_RUN, DISPATCH])
-def test_body_over_one_mib_is_413_even_before_the_key(client, path):
-    big = '{"input": "' + "a" * (1024 * 1024 + 10) + '"}'
+def test_body_over_25_mib_is_413_even_before_the_key(client, path):
+    big = '{"input": "' + "a" * (25 * 1024 * 1024 + 10) + '"}'
     response = client.post(path, data=big, content_type="application/json")
+    assert_problem(response, 413, "payload_too_large")
+
+
+@pytest.mark.parametrize("path", [SLUG_RUN, DISPATCH])
+def test_body_over_one_mib_for_a_text_tool_is_413(client, make_key, path):
+    big = '{"slug": "word-counter", "input": "' + "a" * (1024 * 1024 + 10) + '"}'
+    response = client.post(
+        path, headers=auth(make_key()), data=big, content_type="application/json"
+    )
+    body = assert_problem(response, 413, "payload_too_large")
+    assert "1 MiB" in body["detail"]
+
+
+def test_other_endpoints_refuse_bodies_over_one_mib_before_the_key(client):
+    big = "a" * (1024 * 1024 + 10)
+    response = client.post(
+        "/v1/tools/run/00000000-0000-4000-8000-000000000000/cancel",
+        data=big,
+        content_type="application/json",
+    )
     assert_problem(response, 413, "payload_too_large")
 
 

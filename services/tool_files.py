@@ -1,0 +1,72 @@
+"""Files in and out of tool runs.
+
+A binary input (a URL, a ``data:`` URI, base64 or an upload) is fetched or decoded once, in
+the request, and stored; the run keeps a reference (``{"file_id", "content_type", "size"}``)
+so queued runs carry no bytes, and the engine gets a ``Blob`` back at run time. A ``Blob``
+an engine returns is stored and answered as a file object with a URL on this service.
+"""
+
+from typing import Any
+
+from werkzeug.datastructures import FileStorage
+
+from catalogue import Tool
+from catalogue.tool import MAX_FILE_BYTES
+from engines.blob import Blob
+from services import storage
+from services.binary import BinaryInputError, blob_from_upload, decode_binary
+
+
+def store_inputs(tool: Tool, inputs: dict, uploads: dict[str, FileStorage], account_id: int):
+    """Replace each binary input (value or upload) with a reference to its stored file.
+
+    Raises BinaryInputError (422, or 413 past 25 MiB)."""
+    stored = dict(inputs)
+    for name, accepted in tool.binary_inputs.items():
+        if name in uploads:
+            blob = blob_from_upload(
+                uploads[name], field=name, max_bytes=MAX_FILE_BYTES, allowed_types=accepted
+            )
+        elif isinstance(inputs.get(name), str):
+            blob = decode_binary(
+                inputs[name], field=name, max_bytes=MAX_FILE_BYTES, allowed_types=accepted
+            )
+        else:
+            continue
+        if not blob.data:
+            raise BinaryInputError(name, "The file is empty.")
+        file = storage.put(blob, account_id=account_id)
+        stored[name] = {"file_id": file.id, "content_type": file.content_type, "size": file.size}
+    return stored
+
+
+def load_inputs(tool: Tool, inputs: dict) -> dict:
+    """The engine's inputs: every stored binary input read back as a ``Blob``."""
+    loaded = dict(inputs)
+    for name in tool.binary_inputs:
+        reference = inputs.get(name)
+        if isinstance(reference, dict) and "file_id" in reference:
+            file, data = storage.get(reference["file_id"])
+            loaded[name] = Blob(data, file.content_type, file.filename)
+    return loaded
+
+
+def store_outputs(output: Any, *, account_id: int, run_id: str) -> Any:
+    """``output`` with every ``Blob`` in it stored and replaced by its file object."""
+    if isinstance(output, Blob):
+        file = storage.put(output, account_id=account_id, run_id=run_id)
+        return {
+            "id": file.id,
+            "url": storage.url_for(file.id),
+            "content_type": file.content_type,
+            "size": file.size,
+            "filename": file.filename,
+        }
+    if isinstance(output, dict):
+        return {
+            key: store_outputs(value, account_id=account_id, run_id=run_id)
+            for key, value in output.items()
+        }
+    if isinstance(output, list):
+        return [store_outputs(item, account_id=account_id, run_id=run_id) for item in output]
+    return output
