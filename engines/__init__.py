@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engines import code, seo, summarize, text_analysis
+from engines import code, llm, seo, summarize, text_analysis
 from engines.base import Engine, EngineError, ProviderUnavailable
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ __all__ = [
 
 def _build_registry() -> dict[str, Engine]:
     registry: dict[str, Engine] = {}
-    for module in (code, seo, summarize, text_analysis):
+    for module in (code, llm, seo, summarize, text_analysis):
         for engine in module.ENGINES:
             if engine.name in registry:
                 raise RuntimeError(f"Two engines are named {engine.name}.")
@@ -56,4 +56,4 @@ def run_tool(tool: Tool, inputs: dict[str, Any]) -> dict[str, Any]:
     reason = engine.unavailable_reason()
     if reason is not None:
         raise ProviderUnavailable(reason)
-    return engine.run(inputs, tool.params)
+    return engine.run_tool(tool, inputs)

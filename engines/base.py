@@ -6,7 +6,10 @@ import functools
 import importlib.util
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+if TYPE_CHECKING:
+    from catalogue import Tool
 
 T = TypeVar("T")
 
@@ -56,6 +59,10 @@ class Engine:
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
+
+    def run_tool(self, tool: Tool, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Run ``tool``; engines that need more of the tool than its params override this."""
+        return self.run(inputs, tool.params)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

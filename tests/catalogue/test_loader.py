@@ -62,12 +62,13 @@ def test_the_real_catalogue_loads_at_least_14_tools_in_4_categories():
     )
 
 
-def test_the_real_catalogue_is_sorted_by_slug_and_every_starter_tool_is_light():
+def test_the_real_catalogue_is_sorted_by_slug_and_only_model_tools_are_queued():
     catalogue = load_catalogue()
     assert list(catalogue.tools) == sorted(catalogue.tools)
-    assert all(tool.queue is False for tool in catalogue)
+    assert all(tool.queue is (tool.engine == "llm.chat") for tool in catalogue)
     assert {(t.required_plan, t.credit_class, t.credits) for t in catalogue} == {
-        ("pro", "fast_text", 1)
+        ("pro", "fast_text", 1),
+        ("pro", "premium_text", 2),
     }
 
 

@@ -140,13 +140,21 @@ def test_get_returns_none_for_an_unknown_slug(catalogue):
 def test_filter_by_category_returns_only_that_category_sorted(catalogue):
     slugs = [tool.slug for tool in catalogue.filter(category="code-helpers")]
     assert slugs == [
+        "code-explainer",
+        "code-review-notes",
+        "commit-message-writer",
         "cron-expression-explainer",
+        "docstring-writer",
+        "error-message-explainer",
         "javascript-beautifier",
         "json-formatter",
         "markdown-to-html",
         "python-formatter",
+        "regex-generator",
         "sql-formatter",
+        "sql-query-generator",
         "syntax-highlighter",
+        "unit-test-writer",
     ]
 
 
@@ -181,7 +189,9 @@ def test_filter_refuses_an_unknown_plan_or_category(catalogue, arguments):
 
 def test_categories_lists_used_categories_in_canonical_order(catalogue):
     assert catalogue.categories() == (
+        "text-generation",
         "seo",
+        "social-marketing",
         "document-summarizing",
         "code-helpers",
         "writing-analysis",

@@ -1,0 +1,312 @@
+"""Model-backed tools (engine llm.chat): distinct prompts, and every one run through the API.
+
+The API runs use the embedded default (SQLite, in-process worker) with ``FakeOpenAI`` as the
+model provider; a few also run against the real embedded SmolLM2 model.
+"""
+
+import dataclasses
+import difflib
+import importlib.util
+import itertools
+import re
+import time
+
+import pytest
+from flask_migrate import upgrade
+from jsonschema import Draft202012Validator
+
+from app import create_app
+from catalogue import Tool, load_catalogue
+from engines import llm, local_llm, providers
+from extensions import db
+from services import accounts, keys
+from tests.conftest import app_config, auth
+from tests.fakes import FakeOpenAI
+
+MODEL_TOOLS = sorted(tool.slug for tool in load_catalogue() if tool.engine == "llm.chat")
+DISPATCH = "/v1/tools/run"
+# Prompts this alike (difflib ratio of the normalized system prompt + template) are copies.
+NEAR_DUPLICATE = 0.8
+
+needs_local_model = pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None,
+    reason="xllamacpp is not installed (pip install -r requirements-models.txt)",
+)
+
+
+def model_tools() -> list[Tool]:
+    return [load_catalogue().get(slug) for slug in MODEL_TOOLS]
+
+
+# --- distinct prompts --------------------------------------------------------------------
+
+
+def _prompt_words(tool: Tool) -> list[str]:
+    """The system prompt and template as lowercase words (case, punctuation, spacing ignored)."""
+    return re.findall(r"[a-z0-9]+", f"{tool.params['system']}\n{tool.params['prompt']}".lower())
+
+
+def near_duplicates(tools: list[Tool]) -> list[str]:
+    """Pairs of tools whose prompts are near-copies, or whose interface is the same."""
+    prompts = {tool.slug: _prompt_words(tool) for tool in tools}
+    found = []
+    for one, other in itertools.combinations(tools, 2):
+        # Word sequences, without autojunk: common words must count as matches too.
+        matcher = difflib.SequenceMatcher(
+            None, prompts[one.slug], prompts[other.slug], autojunk=False
+        )
+        # quick_ratio bounds ratio from above: most pairs are told apart without the full diff.
+        if matcher.quick_ratio() >= NEAR_DUPLICATE and matcher.ratio() >= NEAR_DUPLICATE:
+            found.append(f"{one.slug} ~ {other.slug}: prompts {matcher.ratio():.2f} alike")
+        if set(one.inputs["properties"]) == set(other.inputs["properties"]) and (
+            one.output == other.output
+        ):
+            found.append(f"{one.slug} ~ {other.slug}: same input fields and output schema")
+    return found
+
+
+def _copy(tool: Tool, slug: str, **changes) -> Tool:
+    return dataclasses.replace(tool, slug=slug, **changes)
+
+
+def test_there_are_at_least_forty_model_tools_across_five_categories():
+    tools = model_tools()
+    assert len(tools) >= 40
+    assert {tool.category for tool in tools} >= {
+        "text-generation",
+        "social-marketing",
+        "seo",
+        "code-helpers",
+        "document-summarizing",
+    }
+
+
+def test_no_two_model_tools_share_or_near_duplicate_a_prompt_or_an_interface():
+    assert near_duplicates(model_tools()) == []
+
+
+def test_the_duplicate_check_catches_a_lightly_edited_copy():
+    original = load_catalogue().get("cold-email-writer")
+    params = dict(original.params)
+    params["system"] = params["system"].replace("replies", "answers").replace("short", "brief")
+    copy = _copy(original, "outreach-email-writer", params=params)
+
+    found = near_duplicates([original, copy])
+
+    assert len(found) == 2
+    assert found[0].startswith("cold-email-writer ~ outreach-email-writer: prompts 0.9")
+    assert found[1].endswith("same input fields and output schema")
+
+
+def test_the_duplicate_check_catches_a_renamed_tool_with_a_new_prompt_but_the_same_interface():
+    original = load_catalogue().get("text-simplifier")
+    params = {**original.params, "system": "Completely different words about other matters."}
+    assert near_duplicates([original, _copy(original, "plain-english", params=params)]) == [
+        "text-simplifier ~ plain-english: same input fields and output schema"
+    ]
+
+
+@pytest.mark.parametrize("slug", MODEL_TOOLS)
+def test_the_prompt_uses_every_input_field_and_nothing_else(slug):
+    tool = load_catalogue().get(slug)
+    assert llm.check_params(tool.params, tool.inputs) == []
+    assert set(llm.placeholders(tool.params["prompt"])) == set(tool.inputs["properties"])
+
+
+@pytest.mark.parametrize("slug", MODEL_TOOLS)
+def test_model_tools_are_queued_pro_tools_with_a_text_credit_class(slug):
+    tool = load_catalogue().get(slug)
+    assert (tool.queue, tool.required_plan) == (True, "pro")
+    assert tool.credit_class in {"fast_text", "premium_text"}
+
+
+# What llm.shape guarantees for text and list answers: non-empty strings, nothing more.
+_SHAPED_STRING = {"type": "string", "minLength": 1}
+
+
+@pytest.mark.parametrize("slug", MODEL_TOOLS)
+def test_the_output_schema_fits_the_format(slug):
+    tool = load_catalogue().get(slug)
+    format = tool.params.get("format", llm.DEFAULT_FORMAT)
+    properties = {
+        name: {key: value for key, value in spec.items() if key != "description"}
+        for name, spec in tool.output["properties"].items()
+    }
+    assert set(tool.output["required"]) == set(properties)
+    if format in ("text", "markdown"):
+        assert properties == {"text": _SHAPED_STRING}
+    elif format == "list":
+        assert properties == {"items": {"type": "array", "minItems": 1, "items": _SHAPED_STRING}}
+    else:  # json answers are validated against the whole schema, so it may say more
+        assert set(properties) not in ({"text"}, {"items"})
+
+
+# --- through the API ---------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch):
+    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    providers.reset_breakers()
+    yield
+    providers.reset_breakers()
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeOpenAI(api_key="sk-test") as server:
+        yield server
+
+
+def _embedded_app(path, **settings):
+    app = create_app(
+        app_config(
+            REDIS_URL=None,
+            RATELIMIT_STORAGE_URI="memory://",
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}",
+            **settings,
+        )
+    )
+    with app.app_context():
+        upgrade()
+    return app
+
+
+@pytest.fixture(scope="module")
+def provider_app(fake, tmp_path_factory):
+    """The embedded default with FakeOpenAI as the model provider."""
+    app = _embedded_app(
+        tmp_path_factory.mktemp("provider") / "runs.db",
+        AI_BASE_URL=fake.base_url,
+        AI_API_KEY="sk-test",
+        AI_TIMEOUT_SECONDS=5.0,
+    )
+    yield app
+    _close(app)
+
+
+@pytest.fixture(scope="module")
+def local_app(tmp_path_factory):
+    """The embedded default with no provider: the embedded model serves text tools."""
+    app = _embedded_app(tmp_path_factory.mktemp("local") / "runs.db", AI_BASE_URL=None)
+    yield app
+    _close(app)
+
+
+def _close(app):
+    keys.forget()
+    with app.app_context():
+        db.engine.dispose()
+
+
+_emails = itertools.count(1)
+
+
+def pro_key(app) -> str:
+    with app.app_context():
+        account = accounts.create_account(f"model{next(_emails)}@example.com", "pro")
+        _key, raw = keys.create_key(account, "model tools")
+        db.session.commit()
+    return raw
+
+
+def run_example(app, slug: str, wait: int = 30):
+    tool = load_catalogue().get(slug)
+    return app.test_client().post(
+        DISPATCH,
+        headers={**auth(pro_key(app)), "Prefer": f"wait={wait}"},
+        json={"slug": slug, **tool.examples[0]["input"]},
+    )
+
+
+def assert_valid_output(tool: Tool, output: dict) -> None:
+    Draft202012Validator(tool.output).validate(output)
+    if "text" in output:
+        assert output["text"].strip()
+    if "items" in output:
+        assert all(item.strip() for item in output["items"])
+
+
+@pytest.mark.parametrize("slug", MODEL_TOOLS)
+def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fake, slug):
+    tool = load_catalogue().get(slug)
+    before = len(fake.calls("/v1/chat/completions"))
+
+    response = run_example(provider_app, slug)
+
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert (body["tool"], body["status"]) == (slug, "succeeded")
+    assert_valid_output(tool, body["output"])
+    (call,) = fake.calls("/v1/chat/completions")[before:]
+    assert call.headers["authorization"] == "Bearer sk-test"
+    sent = call.json
+    assert sent["messages"][0]["content"].startswith(tool.params["system"].strip())
+    assert sent["max_tokens"] == tool.params.get("max_tokens", llm.DEFAULT_MAX_TOKENS)
+    if tool.params.get("format") == "json":
+        # The tool's output schema reached the provider (Engine.run_tool).
+        assert sent["response_format"]["json_schema"]["schema"] == tool.output
+    else:
+        assert "response_format" not in sent
+
+
+@pytest.mark.parametrize(
+    ("slug", "bad_answer"), [("text-rewriter", "  "), ("headline-generator", '{"headlines": []}')]
+)
+def test_a_malformed_provider_answer_is_asked_for_again(provider_app, fake, slug, bad_answer):
+    tool = load_catalogue().get(slug)
+    fake.reply(bad_answer)
+    before = len(fake.calls("/v1/chat/completions"))
+
+    response = run_example(provider_app, slug)
+
+    assert response.status_code == 200, response.get_json()
+    assert_valid_output(tool, response.get_json()["output"])
+    repair = fake.calls("/v1/chat/completions")[before:][1].json["messages"]
+    assert [m["role"] for m in repair[-2:]] == ["assistant", "user"]
+    assert len(fake.calls("/v1/chat/completions")) - before == 2
+
+
+def test_a_failing_provider_without_the_embedded_model_answers_503(provider_app, fake, monkeypatch):
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: "the embedded model is missing")
+    fake.fail_next(3, status=500, retry_after="7")
+    before = len(fake.calls("/v1/chat/completions"))
+
+    response = run_example(provider_app, "slogan-generator")
+
+    assert response.status_code == 503
+    body = response.get_json()
+    assert body["code"] == "provider_unavailable"
+    assert "No text generation provider could serve" in body["detail"]
+    assert "HTTP 500" in body["detail"]
+    assert response.headers["Retry-After"] == "7"
+    assert len(fake.calls("/v1/chat/completions")) - before == 3
+
+
+# --- the real embedded model -------------------------------------------------------------
+
+
+@needs_local_model
+def test_a_failing_provider_falls_back_to_the_embedded_model(provider_app, fake):
+    tool = load_catalogue().get("slogan-generator")
+    fake.fail_next(3, status=500)
+    before = len(fake.calls("/v1/chat/completions"))
+
+    response = run_example(provider_app, tool.slug, wait=60)
+
+    assert response.status_code == 200, response.get_json()
+    assert_valid_output(tool, response.get_json()["output"])
+    assert len(fake.calls("/v1/chat/completions")) - before == 3
+
+
+@needs_local_model
+@pytest.mark.parametrize("slug", ["review-response-writer", "search-intent-classifier"])
+def test_the_embedded_model_runs_model_tools_without_a_provider(local_app, slug):
+    tool = load_catalogue().get(slug)
+    started = time.perf_counter()
+
+    response = run_example(local_app, slug, wait=60)
+
+    assert response.status_code == 200, response.get_json()
+    assert_valid_output(tool, response.get_json()["output"])
+    assert time.perf_counter() - started < 60
