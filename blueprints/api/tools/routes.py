@@ -260,7 +260,16 @@ def _run_operation(body_schema: dict, example: dict) -> dict:
         "parameters": [PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": body_schema, "example": example}},
+            "content": {
+                "application/json": {"schema": body_schema, "example": example},
+                "multipart/form-data": {
+                    "schema": {
+                        **body_schema,
+                        "description": "The same fields as a form; a file field may be an "
+                        "upload. Fields that are not text are sent as JSON.",
+                    }
+                },
+            },
         },
         "responses": {"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
     }

@@ -1,10 +1,10 @@
 """Property-based conformance of every documented operation, over real HTTP (schemathesis).
 
 Runs the schemathesis CLI against gunicorn on PostgreSQL and Redis, with a sandbox key whose
-limits are raised, and requires zero failures. Every check runs except
-``positive_data_acceptance``: the run endpoints document the generic envelope (``input`` or
-``slug``), while what a given tool accepts is its own JSON Schema, published at
-``GET /v1/tools/{slug}``; a schema-valid envelope can still be a 422 for that tool.
+limits are raised, and requires zero failures. Every check runs except response times
+(bench/ measures those) and ``positive_data_acceptance``: the slug-in-path endpoint
+documents the generic envelope (``input``), while what a given tool accepts is its own JSON
+Schema, published at ``GET /v1/tools/{slug}``; a schema-valid envelope can still be a 422.
 """
 
 import os
@@ -58,8 +58,12 @@ def test_schemathesis_finds_no_failures(live_server, worker, make_key, tmp_path)
             "all",
             "--exclude-checks",
             "positive_data_acceptance",
+            # Response times are measured by bench/, never asserted here: this bound only
+            # catches a hung request.
+            "--max-response-time",
+            "120",
             "--max-examples",
-            "30",
+            "20",
             "--seed",
             "20261121",
             # One worker: hypothesis describes lambdas with ast.parse, which CPython 3.11
