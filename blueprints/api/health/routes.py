@@ -41,17 +41,33 @@ def _redis_checks() -> tuple[dict, dict]:
     return redis_check, queue_check
 
 
+def _engines() -> dict:
+    """Which tools cannot run here, and why (a heavy engine not installed, no provider)."""
+    reasons: dict[str, list[str]] = {}
+    for tool in current_app.extensions["catalogue"].tools.values():
+        reason = tool.unavailable_reason
+        if reason is not None:
+            reasons.setdefault(reason, []).append(tool.slug)
+    if not reasons:
+        return {"status": "ok", "detail": "every tool can run"}
+    detail = "; ".join(f"{len(slugs)} tool(s): {reason}" for reason, slugs in reasons.items())
+    return {"status": "degraded", "detail": detail}
+
+
 @blp.route("")
 class Health(MethodView):
     @blp.response(200, HealthSchema)
     @blp.alt_response(503, schema=HealthSchema, description="A required component is down.")
     @blp.doc(security=PUBLIC)
     def get(self):
-        """Reachability of the database, Redis and the job queue (no secrets)."""
+        """Reachability of the database, Redis and the job queue, and which tools cannot run
+        here (no secrets). 503 only when a required component is down."""
         redis_check, queue_check = _redis_checks()
-        checks = {"database": _timed(_database), "redis": redis_check, "queue": queue_check}
-        healthy = all(check["status"] == "ok" for check in checks.values())
-        body = {"status": "ok" if healthy else "unavailable", "checks": checks}
+        required = {"database": _timed(_database), "redis": redis_check, "queue": queue_check}
+        healthy = all(check["status"] == "ok" for check in required.values())
+        engines = _engines()
+        status = "unavailable" if not healthy else engines["status"]
+        body = {"status": status, "checks": {**required, "engines": engines}}
         return body, 200 if healthy else 503
 
 

@@ -2,13 +2,13 @@ import marshmallow as ma
 
 
 class CheckSchema(ma.Schema):
-    status = ma.fields.String(required=True, metadata={"enum": ["ok", "error"]})
+    status = ma.fields.String(required=True, metadata={"enum": ["ok", "degraded", "error"]})
     latency_ms = ma.fields.Float()
     detail = ma.fields.String()
 
 
 class HealthSchema(ma.Schema):
-    status = ma.fields.String(required=True, metadata={"enum": ["ok", "unavailable"]})
+    status = ma.fields.String(required=True, metadata={"enum": ["ok", "degraded", "unavailable"]})
     checks = ma.fields.Dict(
         keys=ma.fields.String(), values=ma.fields.Nested(CheckSchema), required=True
     )

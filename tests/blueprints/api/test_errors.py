@@ -51,11 +51,36 @@ def test_health_reports_components_without_secrets(client):
     response = client.get("/v1/health")
     assert response.status_code == 200
     body = response.get_json()
-    assert body["status"] == "ok"
-    assert set(body["checks"]) == {"database", "redis", "queue"}
+    assert body["status"] in {"ok", "degraded"}
+    assert set(body["checks"]) == {"database", "redis", "queue", "engines"}
+    assert all(body["checks"][name]["status"] == "ok" for name in ("database", "redis", "queue"))
     assert "postgres" not in response.get_data(as_text=True).replace("postgresql", "")
 
 
 def test_chatbot_health_is_honest(client):
     body = client.get("/v1/health/chatbot").get_json()
     assert body["status"] == "not_configured"
+
+
+def test_health_names_tools_that_cannot_run_here(client, monkeypatch):
+    from engines.base import Engine
+
+    monkeypatch.setattr(
+        Engine, "unavailable_reason", lambda self: "Engine needs the Python package(s) nothing."
+    )
+    body = client.get("/v1/health").get_json()
+    assert body["status"] == "degraded"
+    assert body["checks"]["engines"]["status"] == "degraded"
+    assert "needs the Python package(s) nothing" in body["checks"]["engines"]["detail"]
+
+
+def test_health_is_503_when_the_database_is_down(client, monkeypatch):
+    def down():
+        raise ConnectionError("refused")
+
+    monkeypatch.setattr("blueprints.api.health.routes._database", down)
+    response = client.get("/v1/health")
+    assert response.status_code == 503
+    body = response.get_json()
+    assert body["status"] == "unavailable"
+    assert body["checks"]["database"] == {"status": "error", "detail": "ConnectionError"}
