@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engines import code, llm, seo, summarize, text_analysis
+from engines import code, documents, images, llm, ocr, seo, speech, summarize, text_analysis, video
 from engines.base import Engine, EngineError, ProviderUnavailable
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ __all__ = [
 
 def _build_registry() -> dict[str, Engine]:
     registry: dict[str, Engine] = {}
-    for module in (code, llm, seo, summarize, text_analysis):
+    for module in (code, documents, images, llm, ocr, seo, speech, summarize, text_analysis, video):
         for engine in module.ENGINES:
             if engine.name in registry:
                 raise RuntimeError(f"Two engines are named {engine.name}.")
