@@ -176,18 +176,39 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def live_server(app, tmp_path):
-    """gunicorn with two worker processes on the test database and Redis; its log is
-    ``live_server.log`` beside the URL (``live_server_log`` fixture)."""
-    port = _free_port()
-    env = {
+def _deployment_env() -> dict:
+    """The environment of a real deployment on the test database and Redis."""
+    return {
         **os.environ,
         "DATABASE_URL": PG_URL,
         "REDIS_URL": REDIS_URL,
         "SECRET_KEY": "test",
         "APP_ENV": "production",
     }
+
+
+@pytest.fixture
+def rq_worker(app):
+    """A real RQ worker process (``flask --app app worker``) on the test database and Redis."""
+    flask = Path(sys.executable).with_name("flask")
+    process = subprocess.Popen(
+        [str(flask), "--app", "app", "worker"],
+        cwd=ROOT,
+        env=_deployment_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    yield process
+    process.terminate()
+    process.wait(timeout=20)
+
+
+@pytest.fixture
+def live_server(app, tmp_path):
+    """gunicorn with two worker processes on the test database and Redis; its log is
+    ``gunicorn.log`` in the test's ``tmp_path``."""
+    port = _free_port()
+    env = _deployment_env()
     gunicorn = Path(sys.executable).with_name("gunicorn")
     log = (tmp_path / "gunicorn.log").open("w")
     process = subprocess.Popen(

@@ -1,19 +1,15 @@
 """Queued runs: Prefer, 202 + Location, status, cancel, timeouts, on RQ and in-process."""
 
 import dataclasses
-import os
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from catalogue import load_catalogue
 from extensions import db
 from models import Run, UsageEvent
-from tests.conftest import PG_URL, REDIS_URL, ROOT, auth, needs_pg, needs_redis
+from tests.conftest import auth, needs_pg, needs_redis
 
 TOOL = "word-counter"
 TEXT = "one two three"
@@ -32,29 +28,6 @@ def _until_ended(client, raw, location, seconds=15):
             return record
         time.sleep(0.05)
     pytest.fail(f"the run did not end: {record}")
-
-
-@pytest.fixture
-def rq_worker(app):
-    """A real RQ worker process (``flask --app app worker``) on the test database and Redis."""
-    env = {
-        **os.environ,
-        "DATABASE_URL": PG_URL,
-        "REDIS_URL": REDIS_URL,
-        "SECRET_KEY": "test",
-        "APP_ENV": "production",
-    }
-    flask = Path(sys.executable).with_name("flask")
-    process = subprocess.Popen(
-        [str(flask), "--app", "app", "worker"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    yield process
-    process.terminate()
-    process.wait(timeout=20)
 
 
 @pytest.fixture

@@ -7,42 +7,16 @@ documents the generic envelope (``input``), while what a given tool accepts is i
 Schema, published at ``GET /v1/tools/{slug}``; a schema-valid envelope can still be a 422.
 """
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import PG_URL, REDIS_URL, ROOT, needs_pg, needs_redis
-
-
-@pytest.fixture
-def worker(live_server):
-    """An RQ worker beside the server: queued tools (model-backed ones) answer at once."""
-    env = {
-        **os.environ,
-        "DATABASE_URL": PG_URL,
-        "REDIS_URL": REDIS_URL,
-        "SECRET_KEY": "test",
-        "APP_ENV": "production",
-    }
-    flask = Path(sys.executable).with_name("flask")
-    process = subprocess.Popen(
-        [str(flask), "--app", "app", "worker"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    yield process
-    process.terminate()
-    process.wait(timeout=20)
+from tests.conftest import needs_pg, needs_redis
 
 
 @needs_pg
 @needs_redis
-def test_schemathesis_finds_no_failures(live_server, worker, make_key, tmp_path):
+def test_schemathesis_finds_no_failures(live_server, rq_worker, make_key, tmp_path):
     raw = make_key(
         "agency", sandbox=True, per_minute_override=10_000_000, daily_override=10_000_000
     )
