@@ -2,7 +2,6 @@
 
 from datetime import datetime
 
-from flask import request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
@@ -21,11 +20,6 @@ db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
 # API keys' per-minute limits are evaluated on this limiter's strategy and storage by the
-# API pipeline (blueprints/api/pipeline.py), once per request; there are no default limits.
+# API pipeline (services/ratelimit.py), once per request; there are no default limits
+# (app.py drops flask-limiter's before-request pass for that reason).
 limiter = Limiter(key_func=get_remote_address)
-
-
-@limiter.request_filter
-def _api_spends_its_own_limit() -> bool:
-    """API requests spend their per-key limit in the API pipeline, once per request."""
-    return request.path.startswith("/v1/")
