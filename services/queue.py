@@ -33,8 +33,15 @@ class RQDispatcher:
         self.queue = Queue(DEFAULT_QUEUE, connection=redis)
 
     def enqueue(
-        self, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+        self,
+        job: Callable,
+        *args,
+        job_id: str,
+        timeout: int,
+        on_failure: Callable,
+        awaited: bool = False,
     ) -> None:
+        # ``awaited`` needs nothing here: the done-list a waiter blocks on expires by itself.
         self.queue.enqueue(
             job,
             *args,
@@ -74,14 +81,19 @@ class InProcessDispatcher:
         self._done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
-    def _event(self, run_id: str) -> threading.Event:
-        with self._lock:
-            return self._done.setdefault(run_id, threading.Event())
-
     def enqueue(
-        self, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+        self,
+        job: Callable,
+        *args,
+        job_id: str,
+        timeout: int,
+        on_failure: Callable,
+        awaited: bool = False,
     ) -> None:
-        self._event(job_id)
+        if awaited:
+            # Exists only while someone may wait: finished() or a waiter's timeout removes it.
+            with self._lock:
+                self._done[job_id] = threading.Event()
         self.pool.submit(self._work, job, args, job_id, timeout, on_failure)
 
     def _work(self, job, args, job_id: str, timeout: int, on_failure: Callable) -> None:
@@ -101,14 +113,21 @@ class InProcessDispatcher:
             log.exception("in-process job %s failed", getattr(job, "__name__", job))
 
     def finished(self, run_id: str) -> None:
-        self._event(run_id).set()
+        with self._lock:
+            event = self._done.pop(run_id, None)
+        if event is not None:
+            event.set()
 
     def wait(self, run_id: str, seconds: float) -> bool:
-        finished = self._event(run_id).wait(seconds)
-        if finished:
-            with self._lock:
-                self._done.pop(run_id, None)
-        return finished
+        with self._lock:
+            event = self._done.get(run_id)
+        if event is None:  # enqueued as awaited, so it has already finished
+            return True
+        if event.wait(seconds):
+            return True
+        with self._lock:
+            self._done.pop(run_id, None)
+        return False
 
 
 def dispatcher() -> RQDispatcher | InProcessDispatcher:

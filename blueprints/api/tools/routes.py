@@ -134,7 +134,12 @@ def run_tool_request(tool: Tool, inputs: dict):
     run_id = result.run.id
     db.session.commit()
     dispatcher().enqueue(
-        run_tool_job, run_id, job_id=run_id, timeout=RUN_TIMEOUT, on_failure=fail_abandoned_run
+        run_tool_job,
+        run_id,
+        job_id=run_id,
+        timeout=RUN_TIMEOUT,
+        on_failure=fail_abandoned_run,
+        awaited=not prefer.respond_async,
     )
     finished = False
     if not prefer.respond_async:

@@ -197,3 +197,17 @@ def test_a_real_rq_worker_runs_queued_runs_and_wakes_the_waiter(client, make_key
     assert queued.status_code == 202
     ended = _until_ended(client, raw, queued.headers["Location"], seconds=30)
     assert ended["status"] == "succeeded" and ended["output"]["words"] == 3
+
+
+def test_the_in_process_worker_keeps_no_waiter_state_behind(embedded_app, blocked_engine):
+    started, release = blocked_engine
+    client = embedded_app.test_client()
+    raw = _embedded_key(embedded_app)
+    dispatcher = embedded_app.extensions["dispatcher"]
+    # Nobody waits for a respond-async run; a waiter whose wait ran out forgets its run.
+    for prefer in ("respond-async", "wait=1"):
+        client.post(
+            DISPATCH, headers={**auth(raw), "Prefer": prefer}, json={"slug": TOOL, "input": TEXT}
+        )
+    assert dispatcher._done == {}
+    release.set()
