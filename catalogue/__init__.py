@@ -1,4 +1,4 @@
-"""The catalogue: tools as data (``catalogue/tools/<category>.yaml``) and their loader."""
+"""The catalogue: tools as data (``catalogue/tools/<category>/*.yaml``) and their loader."""
 
 from catalogue.loader import CatalogueError, load_catalogue
 from catalogue.tool import CATEGORIES, CREDIT_CLASSES, TOOL_PLANS, Catalogue, Tool

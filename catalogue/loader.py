@@ -1,4 +1,4 @@
-"""Read ``catalogue/tools/<category>.yaml`` and check the whole catalogue before using it."""
+"""Read ``catalogue/tools/<category>/*.yaml`` and check the whole catalogue before using it."""
 
 from __future__ import annotations
 
@@ -94,36 +94,49 @@ def _load_default() -> Catalogue:
 def _load(directory: Path) -> Catalogue:
     problems: list[str] = []
     tools: dict[str, Tool] = {}
-    files = sorted(directory.glob("*.yaml"))
-    if not files:
-        raise CatalogueError([f"{directory}: no tool files (*.yaml)."])
+    # A folder per category; a category's tools may be split over several files.
+    files = sorted(directory.glob("*/*.yaml"))
+    problems.extend(
+        f"{path.name}: tool files belong in a category folder (<category>/{path.name})."
+        for path in sorted(directory.glob("*.yaml"))
+    )
+    if not files and not problems:
+        raise CatalogueError([f"{directory}: no tool files (<category>/*.yaml)."])
+    found_in: dict[str, str] = {}
     for path in files:
+        name = _name(path)
         for tool, tool_problems in _read_file(path):
             problems.extend(tool_problems)
             if tool is None:
                 continue
             if tool.slug in tools:
-                other = tools[tool.slug].category
-                problems.append(f"{path.name}: {tool.slug}: slug already used in {other}.yaml.")
+                problems.append(f"{name}: {tool.slug}: slug already used in {found_in[tool.slug]}.")
                 continue
             tools[tool.slug] = tool
+            found_in[tool.slug] = name
     if problems:
         raise CatalogueError(problems)
     return Catalogue(tools=dict(sorted(tools.items())))
 
 
+def _name(path: Path) -> str:
+    """A tool file as problems name it: ``<category>/<file>.yaml``."""
+    return f"{path.parent.name}/{path.name}"
+
+
 def _read_file(path: Path) -> list[tuple[Tool | None, list[str]]]:
+    name = _name(path)
     try:
         records = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        return [(None, [f"{path.name}: cannot be read: {error}"])]
+        return [(None, [f"{name}: cannot be read: {error}"])]
     if not isinstance(records, list):
-        return [(None, [f"{path.name}: must hold a list of tools."])]
-    category = path.stem
+        return [(None, [f"{name}: must hold a list of tools."])]
+    category = path.parent.name
     results: list[tuple[Tool | None, list[str]]] = []
     for index, record in enumerate(records):
         slug = record.get("slug") if isinstance(record, dict) else None
-        where = f"{path.name}: {slug if isinstance(slug, str) else f'tool #{index + 1}'}"
+        where = f"{name}: {slug if isinstance(slug, str) else f'tool #{index + 1}'}"
         if isinstance(record, dict) and isinstance(record.get("output"), dict):
             record = {**record, "output": expand_files(record["output"])}
         problems = [f"{where}: {p}" for p in _check_record(record, category)]
@@ -165,7 +178,7 @@ def _check_record(record: Any, category: str) -> list[str]:
         problems.append(f"slug '{slug}' is reserved.")
     if category not in CATEGORIES:
         problems.append(
-            f"unknown category '{category}' (the file name): use one of {', '.join(CATEGORIES)}."
+            f"unknown category '{category}' (the folder name): use one of {', '.join(CATEGORIES)}."
         )
     schemas_valid = True
     for key in ("inputs", "output"):

@@ -8,7 +8,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engines import code, documents, images, llm, ocr, seo, speech, summarize, text_analysis, video
+from engines import (
+    audio,
+    code,
+    convert,
+    documents,
+    imagegen,
+    imagekit,
+    images,
+    llm,
+    ocr,
+    seo,
+    speech,
+    summarize,
+    text_analysis,
+    textkit,
+    video,
+    vision,
+    webpage,
+)
 from engines.base import Engine, EngineError, ProviderUnavailable
 
 if TYPE_CHECKING:
@@ -26,7 +44,26 @@ __all__ = [
 
 def _build_registry() -> dict[str, Engine]:
     registry: dict[str, Engine] = {}
-    for module in (code, documents, images, llm, ocr, seo, speech, summarize, text_analysis, video):
+    modules = (
+        audio,
+        code,
+        convert,
+        documents,
+        imagegen,
+        imagekit,
+        images,
+        llm,
+        ocr,
+        seo,
+        speech,
+        summarize,
+        text_analysis,
+        textkit,
+        video,
+        vision,
+        webpage,
+    )
+    for module in modules:
         for engine in module.ENGINES:
             if engine.name in registry:
                 raise RuntimeError(f"Two engines are named {engine.name}.")

@@ -37,8 +37,11 @@ VALID = {
 }
 
 
-def write(directory: Path, records: list[dict], category: str = "writing-analysis") -> str:
-    (directory / f"{category}.yaml").write_text(yaml.safe_dump(records), encoding="utf-8")
+def write(
+    directory: Path, records: list[dict], category: str = "writing-analysis", name: str = "tools"
+) -> str:
+    (directory / category).mkdir(exist_ok=True)
+    (directory / category / f"{name}.yaml").write_text(yaml.safe_dump(records), encoding="utf-8")
     return str(directory)
 
 
@@ -174,14 +177,14 @@ def _primary_not_required() -> dict:
     ],
 )  # fmt: skip
 def test_a_broken_record_is_refused_naming_file_and_slug(tmp_path, broken, problem):
-    assert problems_of(write(tmp_path, [broken])) == [f"writing-analysis.yaml: {problem}"]
+    assert problems_of(write(tmp_path, [broken])) == [f"writing-analysis/tools.yaml: {problem}"]
 
 
 def test_a_primary_that_is_not_an_input_field_is_refused(tmp_path):
     assert problems_of(write(tmp_path, [record(primary="body")])) == [
-        "writing-analysis.yaml: sample-tool: primary field 'body' is not an input property.",
-        "writing-analysis.yaml: sample-tool: inputs.required must be exactly ['body'].",
-        "writing-analysis.yaml: sample-tool: optional input field 'text' has no default.",
+        "writing-analysis/tools.yaml: sample-tool: primary field 'body' is not an input property.",
+        "writing-analysis/tools.yaml: sample-tool: inputs.required must be exactly ['body'].",
+        "writing-analysis/tools.yaml: sample-tool: optional input field 'text' has no default.",
     ]
 
 
@@ -189,13 +192,13 @@ def test_a_duplicate_slug_is_refused_naming_both_files(tmp_path):
     write(tmp_path, [VALID], category="seo")
     write(tmp_path, [VALID], category="writing-analysis")
     assert problems_of(str(tmp_path)) == [
-        "writing-analysis.yaml: sample-tool: slug already used in seo.yaml."
+        "writing-analysis/tools.yaml: sample-tool: slug already used in seo/tools.yaml."
     ]
 
 
 def test_a_file_named_after_an_unknown_category_is_refused(tmp_path):
     assert problems_of(write(tmp_path, [VALID], category="gossip")) == [
-        "gossip.yaml: sample-tool: unknown category 'gossip' (the file name): use one of "
+        "gossip/tools.yaml: sample-tool: unknown category 'gossip' (the folder name): use one of "
         + ", ".join(CATEGORIES)
         + "."
     ]
@@ -207,24 +210,40 @@ def test_every_problem_of_every_tool_is_listed_at_once(tmp_path):
         load_catalogue(str(tmp_path))
     message = str(caught.value)
     assert message.splitlines() == [
-        "writing-analysis.yaml: runs: slug 'runs' is reserved.",
-        "writing-analysis.yaml: runs: unknown engine 'no.such'.",
-        "writing-analysis.yaml: Other: slug must be lowercase words joined by hyphens "
+        "writing-analysis/tools.yaml: runs: slug 'runs' is reserved.",
+        "writing-analysis/tools.yaml: runs: unknown engine 'no.such'.",
+        "writing-analysis/tools.yaml: Other: slug must be lowercase words joined by hyphens "
         "(^[a-z0-9]+(?:-[a-z0-9]+)*$).",
     ]
 
 
 def test_an_unknown_key_in_a_record_is_refused(tmp_path):
     assert problems_of(write(tmp_path, [record(tags=["x"])])) == [
-        "writing-analysis.yaml: sample-tool: record: Additional properties are not allowed "
+        "writing-analysis/tools.yaml: sample-tool: record: Additional properties are not allowed "
         "('tags' was unexpected)"
     ]
 
 
 def test_a_file_that_is_not_a_list_is_refused(tmp_path):
-    (tmp_path / "seo.yaml").write_text("slug: lonely\n", encoding="utf-8")
-    assert problems_of(str(tmp_path)) == ["seo.yaml: must hold a list of tools."]
+    (tmp_path / "seo").mkdir()
+    (tmp_path / "seo" / "tools.yaml").write_text("slug: lonely\n", encoding="utf-8")
+    assert problems_of(str(tmp_path)) == ["seo/tools.yaml: must hold a list of tools."]
 
 
 def test_a_directory_without_tool_files_is_refused(tmp_path):
-    assert problems_of(str(tmp_path)) == [f"{tmp_path}: no tool files (*.yaml)."]
+    assert problems_of(str(tmp_path)) == [f"{tmp_path}: no tool files (<category>/*.yaml)."]
+
+
+def test_a_category_may_span_several_files(tmp_path):
+    write(tmp_path, [VALID], name="local")
+    write(tmp_path, [record(slug="other-tool")], name="model")
+    catalogue = load_catalogue(str(tmp_path))
+    assert [tool.category for tool in catalogue] == ["writing-analysis", "writing-analysis"]
+
+
+def test_a_tool_file_outside_a_category_folder_is_refused(tmp_path):
+    write(tmp_path, [VALID])
+    (tmp_path / "seo.yaml").write_text(yaml.safe_dump([VALID]), encoding="utf-8")
+    assert problems_of(str(tmp_path)) == [
+        "seo.yaml: tool files belong in a category folder (<category>/seo.yaml)."
+    ]
