@@ -17,6 +17,7 @@ CATEGORIES = (
     "social-marketing",
     "image-generation",
     "image-understanding",
+    "image-editing",
     "ocr",
     "transcription",
     "voice-audio",
