@@ -73,6 +73,7 @@ def test_engine_names_are_sorted_and_prefixed_by_family():
     assert list(names) == sorted(names)
     assert {name.split(".")[0] for name in names} == {
         "code",
+        "convert",
         "documents",
         "images",
         "llm",
