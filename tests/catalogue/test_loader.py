@@ -75,10 +75,14 @@ def test_the_real_catalogue_loads_at_least_90_tools_in_11_categories():
 
 # Model-backed and heavy media engines run queued (DESIGN.md section 7); light ones inline.
 QUEUED_ENGINES = {
+    "audio.edit",
+    "audio.inspect",
     "llm.chat",
     "ocr.text",
     "speech.transcribe",
     "speech.synthesize",
+    "video.edit",
+    "video.inspect",
     "video.render",
 }
 

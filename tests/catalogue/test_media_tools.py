@@ -25,12 +25,16 @@ from tests.engines import fixtures
 
 DISPATCH = "/v1/tools/run"
 MEDIA_ENGINES = {
+    "audio.edit",
+    "audio.inspect",
     "documents.extract",
     "images.process",
     "images.qr",
     "ocr.text",
     "speech.synthesize",
     "speech.transcribe",
+    "video.edit",
+    "video.inspect",
     "video.render",
 }
 MEDIA_TOOLS = sorted(tool.slug for tool in load_catalogue() if tool.engine in MEDIA_ENGINES)
@@ -445,6 +449,7 @@ CORRUPT = {
     DOCX_TYPE: b"PK\x03\x04" + b"broken zip" * 10,
     "application/epub+zip": b"PK\x03\x04" + b"broken zip" * 10,
     "text/html": b"\x00\x01\x02\x03" * 30,
+    "video/mp4": b"\x00\x00\x00\x18ftypmp42" + b"\x00broken movie" * 8,
 }
 
 
@@ -486,3 +491,189 @@ def test_a_corrupt_file_is_422(api, slug):
 def test_text_in_tools_refuse_bad_input_with_422(api, slug, inputs):
     response = api(slug, **inputs)
     assert response.status_code == 422, response.get_json()
+
+
+# --- audio editing -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tone() -> Blob:
+    return fixtures.tone_wav(2.0)
+
+
+@pytest.fixture(scope="module")
+def clip() -> Blob:
+    return fixtures.sample_video(2, "160x120")
+
+
+def is_mp3(data: bytes) -> bool:
+    return data[:3] == b"ID3" or data[0] == 0xFF
+
+
+def test_audio_trimmer(api, tone):
+    output = output_of(api, "audio-trimmer", audio=data_uri(tone), start_s=0.5, end_s=1.5)
+    data = api.fetch(output["audio"])
+    assert data[:4] == b"RIFF" and output["format"] == "wav"  # the input's format is kept
+    assert fixtures.wav_seconds(Blob(data, "audio/wav")) == pytest.approx(1.0, abs=0.01)
+    assert api("audio-trimmer", audio=data_uri(tone), start_s=5).status_code == 422
+
+
+def test_audio_format_converter(api, tone):
+    output = output_of(api, "audio-format-converter", upload={"audio": tone}, format="flac")
+    assert api.fetch(output["audio"])[:4] == b"fLaC" and output["original_format"] == "wav"
+    assert output["audio"]["content_type"] == "audio/flac"
+
+
+def test_loudness_normalizer(api, tone):
+    output = output_of(api, "loudness-normalizer", audio=data_uri(tone), target_lufs=-20)
+    assert output["output_lufs"] == pytest.approx(-20, abs=1.0)
+    assert output["input_lufs"] < output["output_lufs"]
+
+
+def test_audio_speed_changer(api, tone):
+    output = output_of(api, "audio-speed-changer", audio=data_uri(tone), speed=2, format="mp3")
+    assert is_mp3(api.fetch(output["audio"]))
+    assert output["duration_s"] == pytest.approx(1.0, abs=0.1)
+
+
+def test_audio_fader(api, tone):
+    output = output_of(api, "audio-fader", audio=data_uri(tone), fade_in_s=0.5, fade_out_s=0.5)
+    assert output["duration_s"] == pytest.approx(2.0, abs=0.01) and output["fade_in_s"] == 0.5
+    assert api("audio-fader", audio=data_uri(tone), fade_in_s=2, fade_out_s=1).status_code == 422
+
+
+def test_audio_joiner(api, tone):
+    second = fixtures.tone_wav(1.0, frequency=660)
+    output = output_of(
+        api, "audio-joiner", audio=data_uri(tone), audio_2=data_uri(second), format="ogg"
+    )
+    assert api.fetch(output["audio"])[:4] == b"OggS" and output["clips"] == 2
+    assert output["duration_s"] == pytest.approx(3.0, abs=0.1)
+    assert api("audio-joiner", audio=data_uri(tone)).status_code == 422
+
+
+def test_silence_remover(api, tone):
+    with wave.open(io.BytesIO(tone.data)) as source:
+        rate, frames = source.getframerate(), source.readframes(source.getnframes())
+    padded = io.BytesIO()
+    with wave.open(padded, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\x00\x00" * rate + frames + b"\x00\x00" * rate)
+    quiet = Blob(padded.getvalue(), "audio/wav", "padded.wav")
+    output = output_of(api, "silence-remover", audio=data_uri(quiet), mode="edges")
+    assert output["original_duration_s"] == pytest.approx(4.0, abs=0.01)
+    assert output["removed_s"] == pytest.approx(2.0, abs=0.15)
+
+
+def test_audio_volume_changer(api, tone):
+    output = output_of(api, "audio-volume-changer", audio=data_uri(tone), gain_db=-12)
+    quieter = Blob(api.fetch(output["audio"]), "audio/wav", "quiet.wav")
+    before = output_of(api, "audio-file-info", audio=data_uri(tone))["peak_db"]
+    after = output_of(api, "audio-file-info", audio=data_uri(quieter))["peak_db"]
+    assert after == pytest.approx(before - 12, abs=0.5)
+
+
+def test_audio_file_info(api, tone):
+    output = output_of(api, "audio-file-info", upload={"audio": tone})
+    assert (output["codec"], output["sample_rate"], output["channels"]) == ("pcm_s16le", 16000, 1)
+    assert output["duration_s"] == 2.0 and output["bytes"] == len(tone.data)
+    assert output["peak_db"] == pytest.approx(-20.8, abs=0.3)  # amplitude 3000 of 32768
+
+
+def test_audio_waveform_image(api, tone):
+    output = output_of(
+        api, "audio-waveform-image", audio=data_uri(tone), width=300, height=60,
+        background="transparent",
+    )  # fmt: skip
+    image = pil(api.fetch(output["image"]))
+    assert image.format == "PNG" and image.size == (300, 60) and image.mode == "RGBA"
+
+
+def test_ringtone_maker(api, tone):
+    output = output_of(api, "ringtone-maker", audio=data_uri(tone), length_s=5)
+    data = api.fetch(output["audio"])
+    assert data[4:8] == b"ftyp" and output["audio"]["filename"] == "ringtone.m4r"
+    assert output["format"] == "m4r" and output["duration_s"] == pytest.approx(2.0, abs=0.1)
+
+
+def test_audio_channel_converter(api, tone):
+    output = output_of(api, "audio-channel-converter", audio=data_uri(tone), channels="stereo")
+    with wave.open(io.BytesIO(api.fetch(output["audio"]))) as audio:
+        assert audio.getnchannels() == 2 == output["channels"]
+    assert api("audio-channel-converter", audio=data_uri(tone), channels="left").status_code == 422
+
+
+def test_voice_recording_cleanup(api, tone):
+    output = output_of(api, "voice-recording-cleanup", audio=data_uri(tone), format="mp3")
+    assert is_mp3(api.fetch(output["audio"])) and output["strength"] == "medium"
+
+
+# --- video editing -----------------------------------------------------------------------
+
+
+def test_video_trimmer(api, clip):
+    output = output_of(api, "video-trimmer", video=data_uri(clip), start_s=1)
+    assert is_mp4(api.fetch(output["video"])) and output["end_s"] == 2.0
+    assert output["duration_s"] == pytest.approx(1.0, abs=0.1)
+
+
+def test_video_to_gif(api, clip):
+    output = output_of(api, "video-to-gif", upload={"video": clip}, fps=5, width=100)
+    image = pil(api.fetch(output["image"]))
+    assert image.format == "GIF" and image.size == (100, 75) and image.n_frames == 10
+
+
+def test_video_frame_extractor(api, clip):
+    output = output_of(api, "video-frame-extractor", video=data_uri(clip), time_s=1.5)
+    assert pil(api.fetch(output["image"])).size == (160, 120)
+    assert api("video-frame-extractor", video=data_uri(clip), time_s=9).status_code == 422
+
+
+def test_video_contact_sheet(api, clip):
+    output = output_of(
+        api, "video-contact-sheet", video=data_uri(clip), columns=2, rows=2, tile_width=80
+    )
+    assert pil(api.fetch(output["image"])).size == (2 * 86 + 6, 2 * 66 + 6)
+    assert output["times_s"] == [0.25, 0.75, 1.25, 1.75]
+
+
+def test_video_muter(api, clip):
+    output = output_of(api, "video-muter", video=data_uri(clip))
+    assert is_mp4(api.fetch(output["video"])) and output["has_audio"] is False
+
+
+def test_video_audio_extractor(api, clip):
+    output = output_of(api, "video-audio-extractor", video=data_uri(clip))
+    assert is_mp3(api.fetch(output["audio"])) and output["format"] == "mp3"
+    assert output["duration_s"] == pytest.approx(2.0, abs=0.1)
+
+
+def test_video_compressor(api, clip):
+    output = output_of(api, "video-compressor", video=data_uri(clip), max_height=240)
+    assert (output["width"], output["height"]) == (160, 120)  # never enlarged
+    assert output["original_bytes"] == len(clip.data)
+
+
+def test_video_file_info(api, clip):
+    output = output_of(api, "video-file-info", video=data_uri(clip))
+    assert (output["width"], output["height"], output["fps"]) == (160, 120, 10.0)
+    assert (output["video_codec"], output["audio_codec"]) == ("h264", "aac")
+
+
+def test_video_speed_changer(api, clip):
+    output = output_of(api, "video-speed-changer", video=data_uri(clip), speed=0.5)
+    assert output["duration_s"] == pytest.approx(4.0, abs=0.2) and output["speed"] == 0.5
+
+
+def test_video_rotator(api, clip):
+    output = output_of(api, "video-rotator", video=data_uri(clip), transform="rotate_270")
+    assert (output["width"], output["height"]) == (120, 160)
+
+
+def test_subtitle_burner(api, clip):
+    srt = "1\n00:00:00,500 --> 00:00:01,500\nHello\n\n2\n00:00:01,500 --> 00:00:02,000\nBye\n"
+    output = output_of(api, "subtitle-burner", video=data_uri(clip), subtitles=srt)
+    assert is_mp4(api.fetch(output["video"])) and output["cues"] == 2
+    assert api("subtitle-burner", video=data_uri(clip)).status_code == 422

@@ -161,3 +161,28 @@ def epub_document(
     buffer = io.BytesIO()
     epub.write_epub(buffer, book, {"raise_exceptions": True})
     return Blob(buffer.getvalue(), "application/epub+zip", "fixture.epub")
+
+
+def rendered(filename: str, *arguments: str) -> Blob:
+    """A file ffmpeg renders from its lavfi sources (``sine``, ``anullsrc``, ``testsrc``...)
+    with ``arguments``; the file name's extension picks the format."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from engines.speech import ffmpeg_executable
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / filename
+        command = [ffmpeg_executable(), "-hide_banner", "-loglevel", "error", "-y", *arguments]
+        subprocess.run([*command, str(path)], check=True, timeout=60)
+        return Blob(path.read_bytes(), "application/octet-stream", filename)
+
+
+def sample_video(seconds: float = 2, size: str = "160x120", *, audio: bool = True) -> Blob:
+    """A test picture at 10 fps (with a 440 Hz tone), H.264 and AAC in MP4."""
+    picture = ["-f", "lavfi", "-i", f"testsrc=size={size}:rate=10:duration={seconds}"]
+    sound = ["-f", "lavfi", "-i", f"sine=duration={seconds}", "-c:a", "aac"] if audio else []
+    encode = ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-shortest"]
+    blob = rendered("clip.mp4", *picture, *sound, *encode)
+    return Blob(blob.data, "video/mp4", "clip.mp4")

@@ -16,10 +16,14 @@ from services.binary import decode_binary
 # (Piper adds noise), OCR and video examples are illustrative too (model scores and encoder
 # output vary by machine): tests/catalogue/test_media_tools.py runs those tools for real.
 ILLUSTRATIVE_ENGINES = {
+    "audio.edit",
+    "audio.inspect",
     "llm.chat",
     "ocr.text",
     "speech.synthesize",
     "speech.transcribe",
+    "video.edit",
+    "video.inspect",
     "video.render",
 }
 DETERMINISTIC_SLUGS = sorted(
@@ -72,6 +76,7 @@ def test_engine_names_are_sorted_and_prefixed_by_family():
     names = engine_names()
     assert list(names) == sorted(names)
     assert {name.split(".")[0] for name in names} == {
+        "audio",
         "code",
         "convert",
         "documents",
