@@ -1302,12 +1302,14 @@ def _string_escape(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _convert_domain(domain: str) -> tuple[str, str]:
-    """A domain as (Unicode, ASCII/punycode), with IDNA 2003 as Python's codec applies it."""
+    """A domain as (Unicode, ASCII/punycode) under IDNA 2008 with UTS #46 mapping."""
+    import idna
+
     domain = domain.strip().rstrip(".")
     try:
-        ascii_form = domain.encode("idna").decode("ascii")
-        unicode_form = ascii_form.encode("ascii").decode("idna")
-    except UnicodeError as error:
+        ascii_form = idna.encode(domain, uts46=True).decode("ascii")
+        unicode_form = idna.decode(ascii_form)
+    except (idna.IDNAError, UnicodeError) as error:
         raise EngineError(f"'{domain}' is not a valid domain name: {error}.") from None
     return unicode_form, ascii_form
 
@@ -1338,6 +1340,7 @@ class EncodingEngine(_Family):
     """Encodes and decodes text: base64, URL, HTML entities, string literals, punycode."""
 
     name = "convert.encoding"
+    requires = ("idna",)
     operations = {
         "base64": _base64,
         "url": _url_encoding,
