@@ -2739,8 +2739,9 @@ def _minify_html_text(html: str, minify_inline: bool, keep_comments: bool) -> st
     import rjsmin
 
     out: list[str] = []
-    # Whether the last token was a block-level tag (whitespace after it is never rendered).
-    state = {"verbatim": 0, "after_block": True, "raw": ""}
+    # after_block: the last token is a block-level tag (whitespace after it never renders);
+    # text_last: the last token is collapsible text, whose trailing space a block tag drops.
+    state = {"verbatim": 0, "after_block": True, "raw": "", "text_last": False}
 
     class Minifier(HTMLParser):
         def __init__(self) -> None:
@@ -2756,8 +2757,9 @@ def _minify_html_text(html: str, minify_inline: bool, keep_comments: bool) -> st
             return "<" + " ".join(parts) + close + ">"
 
         def _whitespace_before(self, tag: str) -> None:
-            if tag in _BLOCK_TAGS and out and out[-1] == " ":
-                out.pop()
+            if tag in _BLOCK_TAGS and state["text_last"]:
+                out[-1] = out[-1].rstrip(" ")
+            state["text_last"] = False
 
         def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
             self._whitespace_before(tag)
@@ -2793,6 +2795,7 @@ def _minify_html_text(html: str, minify_inline: bool, keep_comments: bool) -> st
                 return
             if state["verbatim"]:
                 out.append(data)
+                state["text_last"] = False
                 return
             text = re.sub(r"[ \t\n\r\f]+", " ", data)
             if state["after_block"] or (out and out[-1].endswith(" ")):
@@ -2800,18 +2803,20 @@ def _minify_html_text(html: str, minify_inline: bool, keep_comments: bool) -> st
             if text:
                 out.append(text)
                 state["after_block"] = False
+                state["text_last"] = True
 
         def handle_entityref(self, name: str) -> None:
             out.append(f"&{name};")
-            state["after_block"] = False
+            state["after_block"] = state["text_last"] = False
 
         def handle_charref(self, name: str) -> None:
             out.append(f"&#{name};")
-            state["after_block"] = False
+            state["after_block"] = state["text_last"] = False
 
         def handle_comment(self, data: str) -> None:
             if keep_comments or data.startswith("[if") or data.startswith("<![endif"):
                 out.append(f"<!--{data}-->")
+                state["text_last"] = False
 
         def handle_decl(self, decl: str) -> None:
             out.append(f"<!{decl}>")
