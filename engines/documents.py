@@ -284,13 +284,10 @@ def _pdf_chapters(reader: Any, texts: list[str]) -> list[dict[str, str]]:
 
 
 def _extract_docx(data: bytes) -> _Extracted:
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
 
-    _open_zip(data)
+    document = _open_docx(data)
     try:
-        document = docx.Document(io.BytesIO(data))
         blocks: list[tuple[int, str]] = []  # (heading level or 0, text)
         for item in document.iter_inner_content():
             if isinstance(item, Table):
@@ -301,7 +298,7 @@ def _extract_docx(data: bytes) -> _Extracted:
                 blocks.append((_heading_level(item.style.name if item.style else ""), text))
         properties = document.core_properties
         title, author = properties.title, properties.author
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile):
+    except (KeyError, ValueError, zipfile.BadZipFile):
         raise EngineError("The DOCX file is damaged and cannot be read.") from None
     except Exception as error:  # lxml's XMLSyntaxError and friends
         if type(error).__module__.startswith(("lxml", "docx")):
@@ -569,4 +566,595 @@ _EXTRACTORS: dict[str, Any] = {
     "text": _extract_text,
 }
 
-ENGINES = (DocumentExtractEngine(),)
+# --- PDF pages, metadata and passwords (pypdf) -----------------------------------------------
+
+MAX_PDFS = 8
+MAX_PARTS = 100
+_PAGE_SPEC_RE = re.compile(r"^\s*(\d+)?\s*(-)?\s*(\d+)?\s*$")
+_METADATA_KEYS = {
+    "title": "/Title",
+    "author": "/Author",
+    "subject": "/Subject",
+    "keywords": "/Keywords",
+}
+
+
+def _pdf_reader(blob: Blob, password: str | None = None) -> Any:
+    """Open a PDF (empty-password encryption is lifted; ``password`` opens the rest)."""
+    from pypdf import PasswordType, PdfReader
+    from pypdf.errors import DependencyError, PdfReadError
+
+    if not blob.data:
+        raise EngineError("The PDF is empty.")
+    if b"%PDF-" not in blob.data[:1024]:
+        raise EngineError("The file is not a PDF.")
+    try:
+        reader = PdfReader(io.BytesIO(blob.data), strict=False)
+        if reader.is_encrypted:
+            if password is not None:
+                if reader.decrypt(password) == PasswordType.NOT_DECRYPTED:
+                    raise EngineError("The password does not open this PDF.")
+            else:
+                _unlock(reader)
+        len(reader.pages)  # reads the page tree: a damaged one fails here
+    except EngineError:
+        raise
+    except DependencyError:
+        raise EngineError("The PDF uses encryption this service cannot open.") from None
+    except (PdfReadError, ValueError, TypeError, KeyError, IndexError, AttributeError, OSError):
+        raise EngineError("The PDF is damaged and cannot be read.") from None
+    return reader
+
+
+def page_numbers(spec: str, count: int) -> list[list[int]]:
+    """Ranges such as "1-3, 5, 8-" as lists of 0-based page indexes, one list per range.
+
+    An open range runs to the last page ("8-") or from the first ("-3"). Raises EngineError
+    for a malformed range or a page the document does not have.
+    """
+    ranges = []
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        match = _PAGE_SPEC_RE.match(part)
+        if not match or not (match.group(1) or match.group(3)):
+            raise EngineError(f"{part.strip()!r} is not a page or a range like 2-5.")
+        first = int(match.group(1) or 1)
+        last = int(match.group(3) or count) if match.group(2) else first
+        if not 1 <= first <= last:
+            raise EngineError(f"The range {part.strip()!r} runs backwards or starts at 0.")
+        if last > count:
+            raise EngineError(f"The document has {count} pages; there is no page {last}.")
+        ranges.append(list(range(first - 1, last)))
+    if not ranges:
+        raise EngineError("Name at least one page, e.g. 1-3, 5.")
+    return ranges
+
+
+def _pdf_blob(writer: Any, filename: str) -> Blob:
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return Blob(buffer.getvalue(), "application/pdf", filename)
+
+
+def _writer_from(reader: Any, indexes: list[int] | None = None) -> Any:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    pages = reader.pages
+    for index in range(len(pages)) if indexes is None else indexes:
+        writer.add_page(pages[index])
+    metadata = {key: str(value) for key, value in (reader.metadata or {}).items() if value}
+    if metadata:
+        writer.add_metadata(metadata)
+    return writer
+
+
+def _pdf_date(value: Any) -> str | None:
+    return value.isoformat() if value else None
+
+
+class PdfEngine(Engine):
+    """Pages, metadata and passwords of PDF files, with pypdf.
+
+    Params: ``operation``: merge (``pdf`` and ``pdf_2`` to ``pdf_8`` in order), split
+    (``ranges``: one PDF per range, or one per page when empty), extract (``pages``, kept in
+    the order given), remove (``pages``), rotate (``pages``, ``angle``), metadata (read),
+    edit_metadata (``title``, ``author``, ``subject``, ``keywords``: null keeps, "" clears),
+    protect (``password``, ``allow_printing``, ``allow_copying``) and unlock (``password``).
+    Output: ``pdf`` (Blob) or ``pdfs`` [Blob] with ``pages`` counts, or the metadata.
+    """
+
+    name = "documents.pdf"
+    requires = ("pypdf",)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["operation"],
+        "properties": {
+            "operation": {
+                "enum": [
+                    "merge", "split", "extract", "remove", "rotate", "metadata",
+                    "edit_metadata", "protect", "unlock",
+                ]
+            }
+        },
+    }  # fmt: skip
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        operation = params["operation"]
+        if operation in ("protect", "unlock") and not inputs.get("password"):
+            raise EngineError("Give the password.")
+        reader = _pdf_reader(inputs["pdf"], inputs["password"] if operation == "unlock" else None)
+        return getattr(self, f"_{operation}")(reader, inputs)
+
+    @staticmethod
+    def _merge(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        from pypdf import PdfWriter
+
+        readers = [reader]
+        for index in range(2, MAX_PDFS + 1):
+            blob = inputs.get(f"pdf_{index}")
+            if blob is not None:
+                try:
+                    readers.append(_pdf_reader(blob))
+                except EngineError as error:
+                    raise EngineError(f"pdf_{index}: {error.message}") from None
+        if len(readers) < 2:
+            raise EngineError("Send at least two PDFs to merge (pdf and pdf_2).")
+        writer = PdfWriter()
+        for each in readers:
+            writer.append(each)
+        return {
+            "pdf": _pdf_blob(writer, "merged.pdf"),
+            "pages": len(writer.pages),
+            "documents": len(readers),
+        }
+
+    @staticmethod
+    def _split(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        count = len(reader.pages)
+        spec = inputs["ranges"].strip()
+        ranges = page_numbers(spec, count) if spec else [[index] for index in range(count)]
+        if len(ranges) > MAX_PARTS:
+            raise EngineError(f"A split makes at most {MAX_PARTS} files; name wider ranges.")
+        parts = []
+        for indexes in ranges:
+            label = f"{indexes[0] + 1}" + (f"-{indexes[-1] + 1}" if len(indexes) > 1 else "")
+            blob = _pdf_blob(_writer_from(reader, indexes), f"pages-{label}.pdf")
+            parts.append({"pdf": blob, "pages": label, "page_count": len(indexes)})
+        return {"parts": parts, "original_pages": count}
+
+    @staticmethod
+    def _extract(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        count = len(reader.pages)
+        indexes = [index for part in page_numbers(inputs["pages"], count) for index in part]
+        writer = _writer_from(reader, indexes)
+        return {
+            "pdf": _pdf_blob(writer, "extracted.pdf"),
+            "pages": len(indexes),
+            "original_pages": count,
+        }
+
+    @staticmethod
+    def _remove(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        count = len(reader.pages)
+        dropped = {index for part in page_numbers(inputs["pages"], count) for index in part}
+        kept = [index for index in range(count) if index not in dropped]
+        if not kept:
+            raise EngineError("That would remove every page: keep at least one.")
+        return {
+            "pdf": _pdf_blob(_writer_from(reader, kept), "pages-removed.pdf"),
+            "pages": len(kept),
+            "original_pages": count,
+            "removed": len(dropped),
+        }
+
+    @staticmethod
+    def _rotate(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        count = len(reader.pages)
+        spec = inputs["pages"].strip()
+        chosen = (
+            {index for part in page_numbers(spec, count) for index in part}
+            if spec
+            else set(range(count))
+        )
+        writer = _writer_from(reader)
+        for index in sorted(chosen):
+            writer.pages[index].rotate(inputs["angle"])
+        return {
+            "pdf": _pdf_blob(writer, "rotated.pdf"),
+            "pages": count,
+            "rotated": len(chosen),
+        }
+
+    @staticmethod
+    def _metadata(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        info = reader.metadata or {}
+        first = reader.pages[0] if len(reader.pages) else None
+        width, height = (
+            (float(first.mediabox.width), float(first.mediabox.height)) if first else (0, 0)
+        )
+        return {
+            **{name: _text_or_none(info.get(key)) for name, key in _METADATA_KEYS.items()},
+            "creator": _text_or_none(info.get("/Creator")),
+            "producer": _text_or_none(info.get("/Producer")),
+            "created": _pdf_date(_safe(lambda: info.creation_date)),
+            "modified": _pdf_date(_safe(lambda: info.modification_date)),
+            "pages": len(reader.pages),
+            "pdf_version": reader.pdf_header.removeprefix("%PDF-"),
+            "encrypted": reader.is_encrypted,
+            "page_width_mm": round(width * 25.4 / 72, 1),
+            "page_height_mm": round(height * 25.4 / 72, 1),
+            "page_size": _paper_name(width, height),
+            "bookmarks": len(
+                [item for item in _safe(lambda: reader.outline) or [] if not isinstance(item, list)]
+            ),
+        }
+
+    @staticmethod
+    def _edit_metadata(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        writer = _writer_from(reader)
+        changes = {
+            key: inputs[name]
+            for name, key in _METADATA_KEYS.items()
+            if inputs.get(name) is not None
+        }
+        if not changes:
+            raise EngineError("Give at least one field to change (title, author, subject...).")
+        writer.add_metadata(changes)
+        metadata = writer.metadata or {}
+        return {
+            "pdf": _pdf_blob(writer, "edited.pdf"),
+            **{name: _text_or_none(metadata.get(key)) for name, key in _METADATA_KEYS.items()},
+        }
+
+    @staticmethod
+    def _protect(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        from pypdf.constants import UserAccessPermissions as Allow
+
+        writer = _writer_from(reader)
+        permissions = Allow(0)
+        if inputs["allow_printing"]:
+            permissions |= Allow.PRINT | Allow.PRINT_TO_REPRESENTATION
+        if inputs["allow_copying"]:
+            permissions |= Allow.EXTRACT | Allow.EXTRACT_TEXT_AND_GRAPHICS
+        writer.encrypt(
+            user_password=inputs["password"],
+            owner_password=None,
+            algorithm="AES-256",
+            permissions_flag=permissions,
+        )
+        return {
+            "pdf": _pdf_blob(writer, "protected.pdf"),
+            "pages": len(writer.pages),
+            "encryption": "AES-256",
+        }
+
+    @staticmethod
+    def _unlock(reader: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        was_encrypted = reader.is_encrypted
+        writer = _writer_from(reader)
+        return {
+            "pdf": _pdf_blob(writer, "unlocked.pdf"),
+            "pages": len(writer.pages),
+            "was_encrypted": was_encrypted,
+        }
+
+
+def _safe(read: Any) -> Any:
+    """A value pypdf may fail to parse in a sloppy file: None instead of an error."""
+    try:
+        return read()
+    except Exception:
+        return None
+
+
+def _text_or_none(value: Any) -> str | None:
+    text = str(value).strip() if value is not None else ""
+    return text or None
+
+
+_PAPER_SIZES = {"A3": (842, 1191), "A4": (595, 842), "A5": (420, 595), "Letter": (612, 792),
+                "Legal": (612, 1008), "Tabloid": (792, 1224)}  # fmt: skip
+
+
+def _paper_name(width: float, height: float) -> str | None:
+    short, long = sorted((width, height))
+    for name, (paper_short, paper_long) in _PAPER_SIZES.items():
+        if abs(short - paper_short) <= 3 and abs(long - paper_long) <= 3:
+            return name + (" landscape" if width > height else "")
+    return None
+
+
+# --- Markdown to PDF (fpdf2) -------------------------------------------------------------------
+
+# fpdf2's built-in fonts cover Latin-1; these common characters get their nearest equivalent
+# there, anything else a question mark (counted in the output).
+_TYPOGRAPHY = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": ",", "\u201c": '"', "\u201d": '"', "\u201e": '"',
+    "\u2013": "-", "\u2014": "--", "\u2010": "-", "\u2011": "-", "\u2212": "-",
+    "\u2026": "...", "\u2022": "-", "\u20ac": "EUR", "\u2122": "(TM)", "\u2192": "->",
+    "\u2190": "<-", "\u2009": " ", "\u202f": " ", "\u200b": "",
+})  # fmt: skip
+_PAGE_FORMATS = {"a4": "A4", "letter": "Letter", "a5": "A5", "legal": "Legal"}
+
+
+def _printable(text: str) -> tuple[str, int]:
+    """Text the built-in PDF fonts can draw, and how many characters had to be replaced."""
+    text = text.translate(_TYPOGRAPHY)
+    kept = []
+    replaced = 0
+    for char in text:
+        try:
+            char.encode("latin-1")
+            kept.append(char)
+        except UnicodeEncodeError:
+            kept.append("?")
+            replaced += 1
+    return "".join(kept), replaced
+
+
+class MarkdownPdfEngine(Engine):
+    """Typesets Markdown or plain text as a PDF with fpdf2.
+
+    Input: ``text`` (Markdown: headings, paragraphs, bold and italic, links, bullet and
+    numbered lists, quotes, code, rules, tables), ``title`` (document title; also shown on top
+    when given), ``page_size`` (a4, letter, a5, legal), ``font`` (helvetica, times, courier)
+    and ``font_size`` (8-16 pt). Output: ``pdf`` (Blob), ``pages`` and
+    ``replaced_characters`` (characters outside Western European scripts, drawn as "?").
+    """
+
+    name = "documents.markdown_pdf"
+    requires = ("fpdf", "markdown")
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        import markdown
+        from fpdf import FPDF
+        from fpdf.errors import FPDFException
+
+        source, replaced = _printable(inputs["text"])
+        if not source.strip():
+            raise EngineError("There is no text to typeset.")
+        html = markdown.markdown(source, extensions=["tables", "sane_lists"])
+        title = _printable(inputs["title"])[0].strip()
+        if title:
+            html = f"<h1>{_escape(title)}</h1>" + html
+        pdf = FPDF(format=_PAGE_FORMATS[inputs["page_size"]])
+        pdf.set_creation_date(_epoch())  # the same text makes the same file
+        pdf.set_title(title or "Document")
+        pdf.set_creator("ai-tools")
+        pdf.set_auto_page_break(auto=True, margin=18)
+        pdf.set_margins(18, 18, 18)
+        pdf.add_page()
+        pdf.set_font(inputs["font"], size=inputs["font_size"])
+        try:
+            pdf.write_html(html, font_family=inputs["font"])
+        except (FPDFException, ValueError, KeyError) as error:
+            raise EngineError(f"The text could not be typeset: {error}") from None
+        return {
+            "pdf": Blob(bytes(pdf.output()), "application/pdf", "document.pdf"),
+            "pages": pdf.pages_count,
+            "replaced_characters": replaced,
+        }
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=False)
+
+
+def _epoch() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(2024, 1, 1, tzinfo=UTC)
+
+
+# --- DOCX to Markdown ---------------------------------------------------------------------
+
+_LIST_STYLE_RE = re.compile(r"^List (Bullet|Number)(?: (\d))?$")
+
+
+class DocxMarkdownEngine(Engine):
+    """Converts a Word document (DOCX) to Markdown with python-docx.
+
+    Headings become ``#`` lines, "List Bullet" / "List Number" paragraphs list items (nested
+    by their level), bold and italic runs ``**`` and ``*``, hyperlinks ``[text](url)`` and
+    tables pipe tables (the first row as the header). Output: ``markdown``, ``headings``,
+    ``paragraphs``, ``list_items``, ``tables``, ``images`` (pictures are not carried over,
+    only counted) and ``word_count``.
+    """
+
+    name = "documents.docx_markdown"
+    requires = ("docx", "lxml")
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        blob: Blob = inputs["document"]
+        if detect_format(blob) != "docx":
+            raise EngineError("This tool reads DOCX files (Word 2007 and later).")
+        document = _open_docx(blob.data)
+        counts = {"headings": 0, "paragraphs": 0, "list_items": 0, "tables": 0}
+        blocks: list[str] = []
+        from docx.table import Table
+
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                blocks.append(_markdown_table(item))
+                counts["tables"] += 1
+                continue
+            line, kind = _markdown_paragraph(item)
+            if line:
+                if kind == "list_items" and blocks and blocks[-1].startswith(("- ", "1. ", "  ")):
+                    blocks[-1] += "\n" + line  # a list stays one block
+                else:
+                    blocks.append(line)
+                counts[kind] += 1
+        markdown_text = "\n\n".join(blocks).strip() + "\n"
+        images = sum(1 for rel in document.part.rels.values() if rel.reltype.endswith("/image"))
+        return {
+            "markdown": markdown_text,
+            **counts,
+            "images": images,
+            "word_count": len(_text.words(re.sub(r"[#*|\[\]()-]", " ", markdown_text))),
+        }
+
+
+def _open_docx(data: bytes) -> Any:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    _open_zip(data)
+    try:
+        return docx.Document(io.BytesIO(data))
+    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile):
+        raise EngineError("The DOCX file is damaged and cannot be read.") from None
+    except Exception as error:  # lxml's XMLSyntaxError and friends
+        if type(error).__module__.startswith(("lxml", "docx")):
+            raise EngineError("The DOCX file is damaged and cannot be read.") from None
+        raise
+
+
+def _markdown_paragraph(paragraph: Any) -> tuple[str, str]:
+    """A paragraph as one Markdown line and what it counts as."""
+    text = _markdown_runs(paragraph).strip()
+    if not text:
+        return "", "paragraphs"
+    style = paragraph.style.name if paragraph.style else ""
+    level = _heading_level(style)
+    if level:
+        return "#" * level + " " + _plain(paragraph.text), "headings"
+    listed = _LIST_STYLE_RE.match(style)
+    if listed:
+        depth = int(listed.group(2) or 1) - 1
+        marker = "-" if listed.group(1) == "Bullet" else "1."
+        return "  " * depth + f"{marker} {text}", "list_items"
+    return text, "paragraphs"
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _markdown_runs(paragraph: Any) -> str:
+    from docx.text.hyperlink import Hyperlink
+
+    parts = []
+    for item in paragraph.iter_inner_content():
+        if isinstance(item, Hyperlink):
+            label = _plain(item.text)
+            parts.append(f"[{label}]({item.address})" if item.address and label else label)
+            continue
+        text = item.text
+        if not text.strip():
+            parts.append(text)
+            continue
+        core = text.strip()
+        lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+        if item.bold and item.italic:
+            core = f"***{core}***"
+        elif item.bold:
+            core = f"**{core}**"
+        elif item.italic:
+            core = f"*{core}*"
+        parts.append(lead + core + trail)
+    return "".join(parts).replace("****", "").replace("\n", "  \n")
+
+
+def _markdown_table(table: Any) -> str:
+    rows = [[_plain(cell.text).replace("|", "\\|") for cell in row.cells] for row in table.rows]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
+    lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+    return "\n".join(lines)
+
+
+# --- File statistics ----------------------------------------------------------------------
+
+
+class DocumentStatisticsEngine(Engine):
+    """Measures a PDF or DOCX file: pages, words, characters, images, tables, headings and
+    reading time. DOCX pages come from the page count Word saved (null when absent)."""
+
+    name = "documents.file_statistics"
+    requires = ("pypdf", "docx", "lxml")
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        blob: Blob = inputs["document"]
+        fmt = detect_format(blob)
+        if fmt not in ("pdf", "docx"):
+            raise EngineError("This tool reads PDF and DOCX files.")
+        facts = self._pdf(blob) if fmt == "pdf" else self._docx(blob)
+        text = _tidy(facts.pop("text"))
+        words = len(_text.words(text))
+        pages = facts["pages"]
+        return {
+            "format": fmt,
+            **facts,
+            "words": words,
+            "characters": len(text),
+            "words_per_page": round(words / pages, 1) if pages else None,
+            "reading_minutes": round(words / inputs["words_per_minute"], 1),
+        }
+
+    @staticmethod
+    def _pdf(blob: Blob) -> dict[str, Any]:
+        reader = _pdf_reader(blob)
+        texts, images = [], 0
+        for page in reader.pages:
+            texts.append(_safe(page.extract_text) or "")
+            images += len(_safe(lambda page=page: page.images) or [])
+        return {
+            "text": "\n\n".join(texts),
+            "pages": len(reader.pages),
+            "images": images,
+            "tables": None,
+            "headings": len(
+                [i for i in _safe(lambda: reader.outline) or [] if not isinstance(i, list)]
+            ),
+        }
+
+    @staticmethod
+    def _docx(blob: Blob) -> dict[str, Any]:
+        from docx.table import Table
+
+        document = _open_docx(blob.data)
+        texts, tables, headings = [], 0, 0
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                tables += 1
+                texts.extend(_table_rows(item))
+            else:
+                texts.append(item.text)
+                headings += bool(_heading_level(item.style.name if item.style else ""))
+        images = sum(1 for rel in document.part.rels.values() if rel.reltype.endswith("/image"))
+        return {
+            "text": "\n\n".join(texts),
+            "pages": _docx_saved_pages(blob.data),
+            "images": images,
+            "tables": tables,
+            "headings": headings,
+        }
+
+
+def _docx_saved_pages(data: bytes) -> int | None:
+    """The page count Word wrote in docProps/app.xml the last time it saved the file."""
+    archive = _open_zip(data)
+    try:
+        app = archive.read("docProps/app.xml").decode("utf-8", "replace")
+    except KeyError:
+        return None
+    match = re.search(r"<Pages>(\d+)</Pages>", app)
+    return int(match.group(1)) if match and int(match.group(1)) > 0 else None
+
+
+ENGINES = (
+    DocumentExtractEngine(),
+    PdfEngine(),
+    MarkdownPdfEngine(),
+    DocxMarkdownEngine(),
+    DocumentStatisticsEngine(),
+)
