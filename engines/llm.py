@@ -226,12 +226,29 @@ def generate(
     and an answer that does not match is repaired like a malformed one.
     """
     format = params.get("format", DEFAULT_FORMAT)
-    temperature = float(params.get("temperature", DEFAULT_TEMPERATURE))
-    max_tokens = int(params.get("max_tokens", DEFAULT_MAX_TOKENS))
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": f"{params['system'].strip()}\n\n{_INSTRUCTIONS[format]}"},
+        system_message(params["system"], format),
         {"role": "user", "content": render(params["prompt"], inputs)},
     ]
+    return converse(messages, params, output_schema=output_schema)
+
+
+def system_message(system: str, format: str) -> dict[str, Any]:
+    """The system message: the tool's own prompt, then how to write ``format``."""
+    return {"role": "system", "content": f"{system.strip()}\n\n{_INSTRUCTIONS[format]}"}
+
+
+def converse(
+    messages: list[dict[str, Any]],
+    params: Mapping[str, Any],
+    *,
+    output_schema: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Ask the chain for ``messages`` and shape the answer by ``params``' format; a malformed
+    answer is asked for once more (see ``generate``)."""
+    format = params.get("format", DEFAULT_FORMAT)
+    temperature = float(params.get("temperature", DEFAULT_TEMPERATURE))
+    max_tokens = int(params.get("max_tokens", DEFAULT_MAX_TOKENS))
     response_format: dict[str, Any] | None = None
     schema = output_schema if format == "json" else None
     if format == "json":
@@ -247,7 +264,11 @@ def generate(
         return shape(answer, format, schema)
     except MalformedOutput as malformed:
         repair = _REPAIRS[format].format(detail=malformed.detail)
-    messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": repair}]
+    messages = [
+        *messages,
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": repair},
+    ]
     answer = chain.chat(
         messages,
         temperature=min(temperature, 0.2),

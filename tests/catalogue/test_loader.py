@@ -77,6 +77,7 @@ def test_the_real_catalogue_loads_at_least_90_tools_in_11_categories():
 QUEUED_ENGINES = {
     "audio.edit",
     "audio.inspect",
+    "images.generate",
     "llm.chat",
     "ocr.text",
     "speech.transcribe",
@@ -84,6 +85,7 @@ QUEUED_ENGINES = {
     "video.edit",
     "video.inspect",
     "video.render",
+    "vision.chat",
 }
 
 
@@ -96,6 +98,8 @@ def test_the_real_catalogue_is_sorted_by_slug_and_only_heavy_tools_are_queued():
         ("pro", "premium_text", 2),
         ("pro", "audio", 5),
         ("pro", "video", 10),
+        ("pro", "image", 5),
+        ("creator", "image", 5),
     }
 
 

@@ -18,6 +18,7 @@ from services.binary import decode_binary
 ILLUSTRATIVE_ENGINES = {
     "audio.edit",
     "audio.inspect",
+    "images.generate",
     "llm.chat",
     "ocr.text",
     "speech.synthesize",
@@ -25,7 +26,10 @@ ILLUSTRATIVE_ENGINES = {
     "video.edit",
     "video.inspect",
     "video.render",
+    "vision.chat",
 }
+# Image generation and image understanding have no offline model (DESIGN.md section 10).
+PROVIDER_ONLY_ENGINES = {"images.generate", "vision.chat"}
 DETERMINISTIC_SLUGS = sorted(
     tool.slug for tool in load_catalogue() if tool.engine not in ILLUSTRATIVE_ENGINES
 )
@@ -88,6 +92,7 @@ def test_engine_names_are_sorted_and_prefixed_by_family():
         "summarize",
         "text",
         "video",
+        "vision",
     }
 
 
@@ -113,9 +118,11 @@ def test_run_tool_refuses_an_engine_whose_package_is_missing(monkeypatch):
 
 
 def test_every_engine_is_available_with_the_pinned_requirements(monkeypatch):
-    # No provider: llm.chat must be served by the embedded model that `make test` installs.
+    # No provider: llm.chat must be served by the embedded model that `make test` installs;
+    # only the provider-only engines are unavailable.
     monkeypatch.delenv("AI_BASE_URL", raising=False)
-    assert [name for name in engine_names() if not get_engine(name).available()] == []
+    unavailable = [name for name in engine_names() if not get_engine(name).available()]
+    assert sorted(unavailable) == sorted(PROVIDER_ONLY_ENGINES)
 
 
 def test_run_tool_gives_a_model_tool_its_output_schema(monkeypatch):

@@ -6,7 +6,9 @@ answers the five endpoints the provider adapter calls, under ``/v1``:
 - ``POST /v1/chat/completions``: the answer holds a hash of the messages in a fixed sentence;
   with ``response_format`` ``json_object`` a JSON object, with a JSON schema (``json_schema``,
   or a ``schema`` beside ``json_object``) an object valid against it; ``reply(...)`` scripts
-  the next answers instead.
+  the next answers instead. ``image_url`` parts are checked as OpenAI checks them (an http(s)
+  URL or a base64 ``data:`` URI of a PNG, JPEG, GIF or WebP image; ``detail`` auto, low or
+  high), or 400.
 - ``POST /v1/images/generations``: ``n`` PNG images of the requested size (at most 1024 pixels
   a side) in a colour taken from the prompt, as ``b64_json`` or, when ``image_answer = "url"``,
   as URLs served by ``GET /files/<name>``.
@@ -288,6 +290,8 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise _ApiError(400, "'messages' must be a non-empty array.")
+        for message in messages:
+            _check_image_parts(message.get("content"))
         texts = [_content_text(m.get("content")) for m in messages]
         key = digest("\n".join(texts))
         scripted = self.fake._next_reply()
@@ -443,6 +447,33 @@ def _content_text(content: Any) -> str:
             if isinstance(part, dict)
         )
     return ""
+
+
+_IMAGE_URL = re.compile(r"^(?:https?://|data:image/(?:png|jpeg|gif|webp);base64,)")
+
+
+def _check_image_parts(content: Any) -> None:
+    if not isinstance(content, list):
+        return
+    for part in content:
+        if not isinstance(part, dict) or part.get("type") != "image_url":
+            continue
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else None
+        if not isinstance(url, str) or not _IMAGE_URL.match(url):
+            raise _ApiError(
+                400,
+                "Invalid image_url: send an http(s) URL or a base64 data: URI of a PNG, JPEG, "
+                "GIF or WebP image.",
+                "invalid_image_url",
+            )
+        if image.get("detail", "auto") not in ("auto", "low", "high"):
+            raise _ApiError(400, f"Invalid 'detail': {image.get('detail')!r}.", "invalid_value")
+        if url.startswith("data:"):
+            try:
+                base64.b64decode(url.partition(",")[2], validate=True)
+            except ValueError:
+                raise _ApiError(400, "Invalid image data (not base64).", "invalid_image") from None
 
 
 def _schema_hint(response_format: Any) -> dict[str, Any] | None:
