@@ -1055,22 +1055,46 @@ def _diff_values(old: Any, new: Any, path: list[Any], found: list[dict[str, Any]
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old:
             if key not in new:
-                found.append({"path": _json_path([*path, key]), "change": "removed",
-                              "old": old[key], "new": None})  # fmt: skip
+                found.append(
+                    {
+                        "path": _json_path([*path, key]),
+                        "change": "removed",
+                        "old": old[key],
+                        "new": None,
+                    }
+                )
             else:
                 _diff_values(old[key], new[key], [*path, key], found)
         for key in new:
             if key not in old:
-                found.append({"path": _json_path([*path, key]), "change": "added",
-                              "old": None, "new": new[key]})  # fmt: skip
+                found.append(
+                    {
+                        "path": _json_path([*path, key]),
+                        "change": "added",
+                        "old": None,
+                        "new": new[key],
+                    }
+                )
     elif isinstance(old, list) and isinstance(new, list):
         for index in range(max(len(old), len(new))):
             if index >= len(new):
-                found.append({"path": _json_path([*path, index]), "change": "removed",
-                              "old": old[index], "new": None})  # fmt: skip
+                found.append(
+                    {
+                        "path": _json_path([*path, index]),
+                        "change": "removed",
+                        "old": old[index],
+                        "new": None,
+                    }
+                )
             elif index >= len(old):
-                found.append({"path": _json_path([*path, index]), "change": "added",
-                              "old": None, "new": new[index]})  # fmt: skip
+                found.append(
+                    {
+                        "path": _json_path([*path, index]),
+                        "change": "added",
+                        "old": None,
+                        "new": new[index],
+                    }
+                )
             else:
                 _diff_values(old[index], new[index], [*path, index], found)
     elif old != new or type(old) is not type(new):
@@ -1258,10 +1282,11 @@ def _unescape_string(text: str, target: str) -> str:
     if target == "json":
         literal = stripped if stripped.startswith('"') else f'"{stripped}"'
         try:
-            value = json.loads(literal)
+            return str(json.loads(literal))  # a literal starting with " is a string or fails
         except json.JSONDecodeError as error:
-            raise EngineError(f"Not a valid JSON string: {error.msg} at column {error.colno}.")
-        return value if isinstance(value, str) else _not_a_string("JSON")
+            raise EngineError(
+                f"Not a valid JSON string: {error.msg} at column {error.colno}."
+            ) from None
     if target == "python":
         quoted = stripped[:1] in ("'", '"') and stripped[-1:] == stripped[:1] and len(stripped) > 1
         literal = stripped if quoted else f'"{stripped}"'
@@ -1271,7 +1296,9 @@ def _unescape_string(text: str, target: str) -> str:
             raise EngineError(
                 "Not a valid Python string literal; include the quotes, e.g. 'It\\'s'."
             ) from None
-        return value if isinstance(value, str) else _not_a_string("Python")
+        if not isinstance(value, str):
+            raise EngineError("The Python literal is not a string.")
+        return value
     if target == "sql":
         if len(stripped) > 1 and stripped[0] == stripped[-1] == "'":
             stripped = stripped[1:-1]
@@ -1290,10 +1317,6 @@ def _unescape_string(text: str, target: str) -> str:
             raise EngineError('The text is not one CSV field; quote it as "...".')
         return rows[0][0]
     return re.sub(r"\\(.)", r"\1", text, flags=re.DOTALL)
-
-
-def _not_a_string(language: str) -> str:
-    raise EngineError(f"The {language} literal is not a string.")
 
 
 def _string_escape(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -1490,8 +1513,9 @@ def _jwt_decode(inputs: dict[str, Any]) -> dict[str, Any]:
         if algorithm not in digests:
             signature = "unsupported algorithm"
         else:
-            mac = hmac.new(inputs["secret"].encode(), f"{parts[0]}.{parts[1]}".encode(),
-                           digests[algorithm]).digest()  # fmt: skip
+            mac = hmac.new(
+                inputs["secret"].encode(), f"{parts[0]}.{parts[1]}".encode(), digests[algorithm]
+            ).digest()
             expected = base64.urlsafe_b64encode(mac).decode().rstrip("=")
             signature = "valid" if hmac.compare_digest(expected, parts[2]) else "invalid"
     now = _parse_datetime(inputs["now"], "UTC") if inputs["now"] else datetime.now(UTC)
@@ -1705,20 +1729,38 @@ def _http_status(inputs: dict[str, Any]) -> dict[str, Any]:
 
 # Types Python's table lacks or gets wrong for today's web.
 _OOXML = "application/vnd.openxmlformats-officedocument"
-_EXTRA_MIME_TYPES = {".webp": "image/webp", ".avif": "image/avif", ".heic": "image/heic",
-                     ".woff": "font/woff", ".woff2": "font/woff2", ".ttf": "font/ttf",
-                     ".otf": "font/otf", ".wasm": "application/wasm", ".mjs": "text/javascript",
-                     ".js": "text/javascript", ".md": "text/markdown", ".yaml": "application/yaml",
-                     ".yml": "application/yaml", ".toml": "application/toml",
-                     ".jsonld": "application/ld+json", ".webmanifest": "application/manifest+json",
-                     ".opus": "audio/ogg", ".ogg": "audio/ogg", ".flac": "audio/flac",
-                     ".mkv": "video/x-matroska", ".7z": "application/x-7z-compressed",
-                     ".gz": "application/gzip", ".rar": "application/vnd.rar",
-                     ".epub": "application/epub+zip", ".ics": "text/calendar",
-                     ".csv": "text/csv", ".svg": "image/svg+xml",
-                     ".docx": f"{_OOXML}.wordprocessingml.document",
-                     ".xlsx": f"{_OOXML}.spreadsheetml.sheet",
-                     ".pptx": f"{_OOXML}.presentationml.presentation"}  # fmt: skip
+_EXTRA_MIME_TYPES = {
+    ".webp": "image/webp",
+    ".avif": "image/avif",
+    ".heic": "image/heic",
+    ".woff": "font/woff",
+    ".woff2": "font/woff2",
+    ".ttf": "font/ttf",
+    ".otf": "font/otf",
+    ".wasm": "application/wasm",
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".md": "text/markdown",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".jsonld": "application/ld+json",
+    ".webmanifest": "application/manifest+json",
+    ".opus": "audio/ogg",
+    ".ogg": "audio/ogg",
+    ".flac": "audio/flac",
+    ".mkv": "video/x-matroska",
+    ".7z": "application/x-7z-compressed",
+    ".gz": "application/gzip",
+    ".rar": "application/vnd.rar",
+    ".epub": "application/epub+zip",
+    ".ics": "text/calendar",
+    ".csv": "text/csv",
+    ".svg": "image/svg+xml",
+    ".docx": f"{_OOXML}.wordprocessingml.document",
+    ".xlsx": f"{_OOXML}.spreadsheetml.sheet",
+    ".pptx": f"{_OOXML}.presentationml.presentation",
+}
 
 
 def _mime_table() -> Any:
@@ -1739,8 +1781,12 @@ def _mime_lookup(inputs: dict[str, Any]) -> dict[str, Any]:
         extensions = sorted(set(table.guess_all_extensions(mime_type, strict=False)))
         if not extensions:
             raise EngineError(f"No file extension is known for the media type '{mime_type}'.")
-        return {"mime_type": mime_type, "extensions": extensions, "encoding": None,
-                "category": mime_type.split("/")[0]}  # fmt: skip
+        return {
+            "mime_type": mime_type,
+            "extensions": extensions,
+            "encoding": None,
+            "category": mime_type.split("/")[0],
+        }
     name = query if "." in query else f"file.{query}"
     name = name if not name.startswith(".") else f"file{name}"
     mime_type, encoding = table.guess_type(name, strict=False)
@@ -1931,8 +1977,15 @@ def _timestamp(inputs: dict[str, Any]) -> dict[str, Any]:
     if number is not None and number.is_finite():
         if unit == "auto":
             size = abs(number)
-            unit = ("seconds" if size < 10**11 else "milliseconds" if size < 10**14
-                    else "microseconds" if size < 10**17 else "nanoseconds")  # fmt: skip
+            unit = (
+                "seconds"
+                if size < 10**11
+                else "milliseconds"
+                if size < 10**14
+                else "microseconds"
+                if size < 10**17
+                else "nanoseconds"
+            )
         seconds = number / _UNIT_SCALES[unit]
         try:
             moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=float(seconds))
@@ -1964,8 +2017,9 @@ def _timezone_convert(inputs: dict[str, Any]) -> dict[str, Any]:
     for name in zones:
         local = source.astimezone(_zone(name))
         day_shift = (local.date() - source.date()).days
-        conversions.append({"zone": name, **_moment(local), "day_shift": day_shift,
-                            "dst": bool(local.dst())})  # fmt: skip
+        conversions.append(
+            {"zone": name, **_moment(local), "day_shift": day_shift, "dst": bool(local.dst())}
+        )
     return {"source": _moment(source), "conversions": conversions}
 
 
@@ -2001,10 +2055,12 @@ def _duration_text(sign: int, fields: dict[str, float | int]) -> str:
     def number(value: float | int) -> str:
         return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
-    date_part = "".join(f"{number(fields[n])}{n[0].upper()}" for n in _DURATION_FIELDS[:4]
-                        if fields[n])  # fmt: skip
-    time_part = "".join(f"{number(fields[n])}{n[0].upper()}" for n in _DURATION_FIELDS[4:]
-                        if fields[n])  # fmt: skip
+    date_part = "".join(
+        f"{number(fields[n])}{n[0].upper()}" for n in _DURATION_FIELDS[:4] if fields[n]
+    )
+    time_part = "".join(
+        f"{number(fields[n])}{n[0].upper()}" for n in _DURATION_FIELDS[4:] if fields[n]
+    )
     text = "P" + date_part + (f"T{time_part}" if time_part else "")
     return ("-" if sign < 0 else "") + (text if text != "P" else "PT0S")
 
@@ -2132,8 +2188,9 @@ def _date_add(inputs: dict[str, Any]) -> dict[str, Any]:
         result = _add_months(start, sign * int(fields["years"] * 12 + fields["months"]))
         result += sign * timedelta(**{n: fields[n] for n in _FIELD_SECONDS})
         if inputs["business_days"]:
-            shifted = _add_business_days(result.date(), inputs["business_days"],
-                                         _holidays(inputs["holidays"]))  # fmt: skip
+            shifted = _add_business_days(
+                result.date(), inputs["business_days"], _holidays(inputs["holidays"])
+            )
             result = result + timedelta(days=(shifted - result.date()).days)
     except OverflowError:
         raise EngineError("The result falls outside the years 1 to 9999.") from None
@@ -2259,8 +2316,9 @@ def _roman(inputs: dict[str, Any]) -> dict[str, Any]:
             "X, L, C, D, M)."
         )
     values = [_ROMAN_VALUES[char] for char in text]
-    number = sum(-v if i + 1 < len(values) and v < values[i + 1] else v
-                 for i, v in enumerate(values))  # fmt: skip
+    number = sum(
+        -v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values)
+    )
     if not 1 <= number <= 3999 or _to_roman(number) != text:
         suggestion = f" Did you mean {_to_roman(number)} ({number})?" if 1 <= number <= 3999 else ""
         raise EngineError(f"'{text}' is not a standard Roman numeral.{suggestion}")
@@ -2659,17 +2717,16 @@ def _palette(inputs: dict[str, Any]) -> dict[str, Any]:
     import colorsys
 
     base = _parse_colour(inputs["color"])
-    h, lightness, s = colorsys.rgb_to_hls(base[0] / 255, base[1] / 255, base[2] / 255)
+    rgb = [channel / 255 for channel in base[:3]]
+    h, lightness, s = colorsys.rgb_to_hls(*rgb)
     scheme, count = inputs["scheme"], inputs["count"]
     if scheme in _HARMONIES:
-        colours = [colorsys.hls_to_rgb((h + shift / 360) % 1, lightness, s)
-                   for shift in _HARMONIES[scheme]]  # fmt: skip
-    elif scheme == "tints":
-        colours = [tuple(c + (1 - c) * i / (count + 1) for c in (base[0] / 255, base[1] / 255,
-                   base[2] / 255)) for i in range(count)]  # fmt: skip
-    elif scheme == "shades":
-        colours = [tuple(c * (1 - i / (count + 1)) for c in (base[0] / 255, base[1] / 255,
-                   base[2] / 255)) for i in range(count)]  # fmt: skip
+        shifts = _HARMONIES[scheme]
+        colours = [colorsys.hls_to_rgb((h + shift / 360) % 1, lightness, s) for shift in shifts]
+    elif scheme == "tints":  # towards white
+        colours = [tuple(c + (1 - c) * i / (count + 1) for c in rgb) for i in range(count)]
+    elif scheme == "shades":  # towards black
+        colours = [tuple(c * (1 - i / (count + 1)) for c in rgb) for i in range(count)]
     else:  # monochromatic: the hue at evenly spaced lightness
         colours = [colorsys.hls_to_rgb(h, (i + 1) / (count + 1), s) for i in range(count)]
     return {
@@ -2934,7 +2991,7 @@ def _regex_test(inputs: dict[str, Any]) -> dict[str, Any]:
                             "end": match.end(index) if match.group(index) is not None else None,
                         }
                         for index in range(1, pattern.groups + 1)
-                    ],  # fmt: skip
+                    ],
                 }
             )
         replaced = None
@@ -2947,8 +3004,7 @@ def _regex_test(inputs: dict[str, Any]) -> dict[str, Any]:
         ) from None
     except (regex.error, IndexError) as error:
         raise EngineError(f"The replacement is invalid: {error}.") from None
-    return {"count": len(matches), "truncated": truncated, "matches": matches,
-            "replaced": replaced}  # fmt: skip
+    return {"count": len(matches), "truncated": truncated, "matches": matches, "replaced": replaced}
 
 
 def _words(identifier: str) -> list[str]:
