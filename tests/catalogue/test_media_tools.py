@@ -10,6 +10,7 @@ import base64
 import io
 import itertools
 import wave
+from pathlib import Path
 
 import pytest
 from flask_migrate import upgrade
@@ -177,6 +178,94 @@ def test_image_to_text_ocr(api):
     # the same picture as a multipart upload
     uploaded = output_of(api, "image-to-text-ocr", upload={"image": image})
     assert uploaded["text"] == output["text"]
+
+
+def test_ocr_layout_extractor(api):
+    image = fixtures.text_image(["OPEN DAILY", "NINE TO FIVE"], size=(900, 320), font_size=70)
+    output = output_of(api, "ocr-layout-extractor", image=data_uri(image))
+    assert [[w["text"] for w in line["words"]] for line in output["lines"]] == [
+        ["OPEN", "DAILY"],
+        ["NINE", "TO", "FIVE"],
+    ]
+    assert output["word_count"] == 5 and output["paragraphs"] == ["OPEN DAILY NINE TO FIVE"]
+
+
+def test_receipt_scanner(api):
+    image = fixtures.text_image(
+        ["CAFE LUNA", "Soup 4.50", "Bread 1.20", "TOTAL 5.70"], size=(700, 460), font_size=70
+    )
+    output = output_of(api, "receipt-scanner", upload={"image": image})
+    assert output["merchant"] == "CAFE LUNA" and output["total"] == 5.7
+    assert [(i["description"], i["price"]) for i in output["items"]] == [
+        ("Soup", 4.5),
+        ("Bread", 1.2),
+    ]
+
+
+def test_invoice_data_extractor(api):
+    image = fixtures.text_image(
+        ["Invoice No: A-1042", "Date: 2026-02-03", "Total due 80.00"],
+        size=(1100, 360),
+        font_size=64,
+    )
+    output = output_of(api, "invoice-data-extractor", image=data_uri(image))
+    assert (output["invoice_number"], output["invoice_date"]) == ("A-1042", "2026-02-03")
+    assert output["total"] == 80.0
+
+
+def test_business_card_scanner(api):
+    image = fixtures.text_image(
+        ["Ana Silva", "ana@lumen.example", "+1 555 010 0142"], size=(900, 360), font_size=64
+    )
+    output = output_of(api, "business-card-scanner", image=data_uri(image))
+    assert (output["name"], output["company"]) == ("Ana Silva", "Lumen")
+    assert output["emails"] == ["ana@lumen.example"]
+    assert "FN:Ana Silva\r\n" in output["vcard"] and "TEL;TYPE=work:" in output["vcard"]
+
+
+def test_screenshot_code_extractor(api):
+    from PIL import Image, ImageDraw, ImageFont
+
+    mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"  # code is shown monospaced
+    if not Path(mono).is_file():
+        pytest.skip("needs the DejaVu Sans Mono font")
+    image = Image.new("RGB", (700, 240), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(mono, 44)
+    step = font.getlength("    ")
+    for row, (indent, code) in enumerate([(0, "if ready:"), (1, "start()"), (0, "stop()")]):
+        draw.text((20 + indent * step, 20 + row * 70), code, fill="black", font=font)
+    output = output_of(api, "screenshot-code-extractor", image=data_uri(fixtures.image_blob(image)))
+    assert output["code"] == "if ready:\n    start()\nstop()"
+
+
+def test_image_table_to_csv(api):
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (800, 260), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=44)
+    for row, cells in enumerate([("City", "Rain"), ("Oslo", "763"), ("Rome", "798")]):
+        for column, cell in enumerate(cells):
+            draw.text((20 + column * 380, 20 + row * 75), cell, fill="black", font=font)
+    output = output_of(api, "image-table-to-csv", image=data_uri(fixtures.image_blob(image)))
+    assert output["csv"] == "City,Rain\nOslo,763\nRome,798\n"
+
+
+def test_iban_and_reference_extractor(api):
+    image = fixtures.text_image(
+        ["IBAN GB82 WEST 1234 5698 7654 32", "Order #: B-5521"], size=(1300, 300), font_size=56
+    )
+    output = output_of(api, "iban-and-reference-extractor", image=data_uri(image))
+    assert [(i["iban"], i["valid"]) for i in output["ibans"]] == [("GB82WEST12345698765432", True)]
+    assert output["references"] == [{"label": "order", "value": "B-5521"}]
+
+
+def test_multi_image_ocr(api):
+    first, second = fixtures.text_image("PAGE 1"), fixtures.text_image("PAGE 2")
+    output = output_of(api, "multi-image-ocr", upload={"image": first, "image_2": second})
+    assert [page["text"] for page in output["images"]] == ["PAGE 1", "PAGE 2"]
+    assert output["text"] == "PAGE 1\n\nPAGE 2" and output["image_count"] == 2
 
 
 # --- transcription -----------------------------------------------------------------------
