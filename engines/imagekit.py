@@ -16,6 +16,7 @@ by ``MAX_PIXELS``; analyses work on a reduced copy so their cost does not grow w
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 from collections.abc import Callable
@@ -586,17 +587,20 @@ def _social(image: Image.Image, inputs: dict[str, Any]) -> Image.Image:
 def _collage(image: Image.Image, inputs: dict[str, Any]) -> Image.Image:
     from PIL import Image as PILImage
 
-    pictures = [image, *(_open(blob, "picture") for blob in _images(inputs)[1:])]
-    if len(pictures) < 2:
+    others = _images(inputs)[1:]
+    count = 1 + len(others)
+    if count < 2:
         raise EngineError("A collage needs at least two pictures: add image_2 and more.")
-    columns = inputs.get("columns") or math.ceil(math.sqrt(len(pictures)))
-    rows = math.ceil(len(pictures) / columns)
+    columns = min(inputs.get("columns") or math.ceil(math.sqrt(count)), count)
+    rows = math.ceil(count / columns)
     cell, gap = inputs.get("cell_size", 400), inputs.get("gap", 10)
     background = inputs.get("background", "#ffffff")
     width, height = columns * cell + (columns + 1) * gap, rows * cell + (rows + 1) * gap
     _check_side(width, height)
     canvas = PILImage.new("RGBA", (width, height), _color(background, "background colour"))
     fit = inputs.get("fit", "cover")
+    # Opened one at a time and shrunk to its cell: nine big photos are never held together.
+    pictures = itertools.chain([image], (_open(blob, "picture") for blob in others))
     for index, picture in enumerate(pictures):
         row, column = divmod(index, columns)
         tile = _fitted(picture, (cell, cell), fit, background)

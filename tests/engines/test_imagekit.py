@@ -339,6 +339,8 @@ def test_collage_places_pictures_in_a_grid():
     assert result.getpixel((35, 95)) == (0, 128, 0) and result.getpixel((95, 95)) == (0, 0, 0)
     row = compose("collage", **images, columns=3, cell_size=50, gap=0)
     assert (row["width"], row["height"]) == (150, 50)
+    capped = compose("collage", **images, columns=9, cell_size=50, gap=0)
+    assert (capped["width"], capped["height"]) == (150, 50)
 
 
 def test_collage_needs_two_pictures():
