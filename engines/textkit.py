@@ -1807,6 +1807,23 @@ def _sentence_key(sentence: str) -> str:
 _MAX_NEAR_DUPLICATE_SENTENCES = 3000
 
 
+def _similar_group(
+    words: set[str],
+    groups: list[dict[str, Any]],
+    postings: dict[str, list[int]],
+    threshold: float,
+) -> dict[str, Any] | None:
+    """The first group whose words overlap ``words`` by at least ``threshold`` (Jaccard)."""
+    shared: Counter[int] = Counter()
+    for word in words:
+        shared.update(postings.get(word, ()))
+    for index in sorted(shared):
+        common = shared[index]
+        if common / (len(words) + len(groups[index]["words"]) - common) >= threshold:
+            return groups[index]
+    return None
+
+
 def _duplicates(inputs: dict[str, Any]) -> dict[str, Any]:
     text = inputs["text"]
     spans = _sentence_spans(text)
@@ -1820,24 +1837,20 @@ def _duplicates(inputs: dict[str, Any]) -> dict[str, Any]:
         )
     groups: list[dict[str, Any]] = []
     by_key: dict[str, dict[str, Any]] = {}
+    postings: dict[str, list[int]] = {}  # word -> indexes of the groups that contain it
     for index, (start, end) in enumerate(spans):
         sentence = " ".join(text[start:end].split())
         key = _sentence_key(sentence)
         if len(key.split()) < inputs["min_words"]:
             continue
+        words = set(key.split())
         group = by_key.get(key)
         if group is None and threshold < 1:
-            words = set(key.split())
-            group = next(
-                (
-                    g
-                    for g in groups
-                    if len(words & g["words"]) / len(words | g["words"]) >= threshold
-                ),
-                None,
-            )
+            group = _similar_group(words, groups, postings, threshold)
         if group is None:
-            group = {"sentence": sentence, "words": set(key.split()), "occurrences": []}
+            group = {"sentence": sentence, "words": words, "occurrences": []}
+            for word in words:
+                postings.setdefault(word, []).append(len(groups))
             groups.append(group)
         by_key[key] = group
         group["occurrences"].append({"index": index, "start": start, "text": sentence})
