@@ -99,11 +99,13 @@ class Tool:
             if isinstance(spec, dict) and "default" in spec
         }
         object.__setattr__(self, "_defaults", defaults)
-        binary = {
-            name: tuple(spec.get("x-accept") or [spec["contentMediaType"]])
-            for name, spec in self.inputs.get("properties", {}).items()
-            if isinstance(spec, dict) and "contentMediaType" in spec
-        }
+        binary = {}
+        for name, spec in self.inputs.get("properties", {}).items():
+            # A file field, or a list of files (an array of file fields).
+            if isinstance(spec, dict) and spec.get("type") == "array":
+                spec = spec.get("items")
+            if isinstance(spec, dict) and "contentMediaType" in spec:
+                binary[name] = tuple(spec.get("x-accept") or [spec["contentMediaType"]])
         object.__setattr__(self, "binary_inputs", binary)
 
     @property

@@ -64,6 +64,11 @@ class Engine:
         """Run ``tool``; engines that need more of the tool than its params override this."""
         return self.run(inputs, tool.params)
 
+    def billed_units(self, output: dict[str, Any]) -> int:
+        """How many times a run that gave ``output`` is charged its tool's credits: once,
+        unless the engine charges per item it made (images, chapters)."""
+        return 1
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 

@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
+from flask import current_app
 from sqlalchemy import update
 
 from catalogue import Tool, load_catalogue
-from engines import EngineError, ProviderUnavailable, run_tool
+from engines import EngineError, ProviderUnavailable, get_engine, run_tool
 from extensions import db
 from models import TERMINAL_STATES, Run
 from models.base import new_uuid
@@ -97,7 +98,7 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
         recorder().record(run)
         return RunResult(run, reservation)
     free = usage.likely_free(context) and usage.claim_free_call(context.account_id)
-    run.credits = 0 if free else tool.credits
+    run.credits = 0 if free else credits_for(tool, output)
     if run.credits != guessed_credits:
         quota.store().add_credits(context.key_id, run.credits - guessed_credits, reservation.day)
     event = usage.usage_event(
@@ -137,7 +138,7 @@ def execute(run_id: str) -> Run | None:
     run = db.session.get(Run, run_id)
     started = time.perf_counter()
     try:
-        tool = load_catalogue().get(run.tool_slug)
+        tool = find_tool(run.tool_slug)
         if tool is None:
             raise ProviderUnavailable(f"The tool {run.tool_slug} is no longer available.")
         output = tool.sample_output() if run.sandbox else _run_engine(tool, run.input, run)
@@ -148,7 +149,7 @@ def execute(run_id: str) -> Run | None:
     credits, free = 0, False
     if not run.sandbox:
         free = usage.claim_free_call(run.account_id)
-        credits = 0 if free else tool.credits
+        credits = 0 if free else credits_for(tool, output)
     if _conclude(run, started, "succeeded", output=output, credits=credits) and not run.sandbox:
         quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
         db.session.add(
@@ -157,6 +158,19 @@ def execute(run_id: str) -> Run | None:
             )
         )
     return run
+
+
+def find_tool(slug: str) -> Tool | None:
+    """The tool a run names: a catalogue tool, or the tool behind one of the plan-gated
+    endpoints (DESIGN.md section 4a), which the API registers in
+    ``app.extensions["endpoint_tools"]``."""
+    return load_catalogue().get(slug) or current_app.extensions["endpoint_tools"].get(slug)
+
+
+def credits_for(tool: Tool, output: dict) -> int:
+    """The credits of a successful run: the tool's price, once per unit its engine counts
+    in the output (one for most tools; per image or per chapter for some)."""
+    return tool.credits * get_engine(tool.engine).billed_units(output)
 
 
 def _run_engine(tool: Tool, inputs: dict, run: Run) -> dict:

@@ -56,11 +56,16 @@ def is_api_request() -> bool:
 
 
 def register_api(app) -> None:
+    from blueprints.api.audiobooks.routes import blp as audiobooks_blp
     from blueprints.api.files.routes import blp as files_blp
     from blueprints.api.health.routes import blp as health_blp
+    from blueprints.api.images.routes import blp as images_blp
     from blueprints.api.openapi.routes import blp as openapi_blp
+    from blueprints.api.plan_gated import endpoint_tools
     from blueprints.api.tools.openapi import ToolSchemasPlugin
     from blueprints.api.tools.routes import blp as tools_blp
+    from blueprints.api.video.routes import blp as video_blp
+    from blueprints.api.voice.routes import blp as voice_blp
     from blueprints.api.whoami.routes import blp as whoami_blp
 
     app.config.setdefault(
@@ -87,8 +92,11 @@ def register_api(app) -> None:
     api.spec.components.security_scheme(
         "BearerKey", {"type": "http", "scheme": "bearer", "description": "The same API key."}
     )
-    for blp in (whoami_blp, tools_blp, files_blp, health_blp, openapi_blp):
+    plan_gated = (images_blp, voice_blp, video_blp, audiobooks_blp)
+    for blp in (whoami_blp, tools_blp, *plan_gated, files_blp, health_blp, openapi_blp):
         api.register_blueprint(blp)
+    # Runs of the plan-gated endpoints name these tools (services.runs.find_tool).
+    app.extensions["endpoint_tools"] = endpoint_tools()
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Exception, _handle_unexpected)
@@ -113,7 +121,9 @@ def _handle_unexpected(error: Exception):
     return problem_response(from_http_exception(InternalServerError()))
 
 
-_FILE_ENDPOINTS = frozenset({"tools.RunBySlug", "tools.RunDispatch"})
+_FILE_ENDPOINTS = frozenset(
+    {"tools.RunBySlug", "tools.RunDispatch", "video.VideoGenerate", "audiobooks.Audiobooks"}
+)
 
 
 def _refuse_large_bodies():

@@ -1,0 +1,162 @@
+"""The plan-gated endpoints of DESIGN.md section 4a, as thin facades over tool runs.
+
+Each endpoint is backed by a ``Tool`` that is not in the catalogue (so it has no slug on the
+run endpoints): its input and output schemas, plan, credits and engine. Starting one goes
+through the run endpoints' own steps (key, limits, plan, validation, files, quota, Prefer,
+Idempotency-Key) and makes an ordinary run, so records, credits, sandbox samples, polling at
+``/v1/tools/run/{run_id}/status`` and events behave exactly as for tool runs.
+``services.runs.find_tool`` finds these tools in ``app.extensions["endpoint_tools"]``.
+"""
+
+import copy
+
+from flask import current_app, g
+
+from blueprints.api.docs import (
+    API_KEY_SECURITY,
+    IDEMPOTENCY_KEY_HEADER,
+    PREFER_HEADER,
+    problem_responses,
+)
+from blueprints.api.pipeline import (
+    authenticate,
+    read_body,
+    require_plan,
+    respond_idempotently,
+    validation_failed,
+)
+from blueprints.api.problems import Problem
+from blueprints.api.tools.routes import run_tool_request, tool_inputs
+from catalogue import Tool
+from engines import get_engine
+from services.keys import KeyContext
+from services.plans import upgrade_url
+from services.runs import credits_for
+
+# The engine cannot serve (no provider configured): try again later, or once it is set.
+UNAVAILABLE_RETRY_AFTER = 60
+_ERRORS = (400, 401, 402, 403, 409, 413, 415, 422, 429, 503)
+
+
+def endpoint_tools() -> dict[str, Tool]:
+    """The tools behind the plan-gated endpoints, by slug."""
+    from blueprints.api.audiobooks.tool import AUDIOBOOK
+    from blueprints.api.images.tool import GENERATE_IMAGES
+    from blueprints.api.video.tool import GENERATE_VIDEO
+    from blueprints.api.voice.tool import SPEAK
+
+    return {tool.slug: tool for tool in (GENERATE_IMAGES, SPEAK, GENERATE_VIDEO, AUDIOBOOK)}
+
+
+def start_run(tool: Tool, *, one_of: tuple[str, str] | None = None):
+    """Run ``tool`` for the request's key, answered as the run endpoints answer.
+
+    Free and Starter keys get 403, paid plans below the tool's 402; ``one_of`` names two
+    fields of which exactly one must be sent (422 otherwise).
+    """
+    authenticate()
+    require_api_access_for(tool)
+    return respond_idempotently(lambda: _start(tool, one_of))
+
+
+def _start(tool: Tool, one_of: tuple[str, str] | None):
+    body, uploads = read_body(max_bytes=current_app.config["MAX_CONTENT_LENGTH"])
+    require_plan(tool.required_plan)
+    if "input" in body or "input" in uploads:
+        # The run endpoints' alias for a tool's main field; these endpoints name their fields.
+        raise validation_failed({"input": ["Unknown field."]})
+    if one_of is not None:
+        sent = [name for name in one_of if body.get(name) is not None or name in uploads]
+        if len(sent) != 1:
+            message = f"Send either {one_of[0]} or {one_of[1]} (exactly one of them)."
+            raise validation_failed({name: [message] for name in one_of})
+    inputs = tool_inputs(tool, body, uploads)
+    if not g.key.sandbox:
+        refuse_if_unavailable(tool)
+    return current_app.make_response(run_tool_request(tool, inputs))
+
+
+def refuse_if_unavailable(tool: Tool) -> None:
+    """503 before anything is reserved when the tool's engine cannot serve here (no provider
+    configured, a package missing); the detail names what to set or install."""
+    reason = get_engine(tool.engine).unavailable_reason()
+    if reason is not None:
+        raise Problem(
+            503,
+            "provider_unavailable",
+            reason,
+            headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
+        )
+
+
+def require_api_access_for(tool: Tool) -> None:
+    """Free and Starter keys get 403, naming the plan that ``tool``'s endpoint needs."""
+    context: KeyContext = g.key
+    if not context.plan.api_access:
+        raise Problem(
+            403,
+            "plan_required",
+            f"The {context.plan.name} plan has no API access beyond whoami; this endpoint "
+            f"needs the {tool.required_plan} plan.",
+            upgrade_url=upgrade_url(tool.required_plan),
+            required_plan=tool.required_plan,
+        )
+
+
+def require_plan_of(tool: Tool) -> None:
+    """The plan checks of a read-only endpoint of ``tool`` (403 Free/Starter, 402 below)."""
+    require_api_access_for(tool)
+    require_plan(tool.required_plan)
+
+
+# --- OpenAPI ------------------------------------------------------------------------------
+
+ACCEPTED = {
+    "description": "The run is queued or running: poll `Location` (or wait for its webhook). "
+    "Sent when `Prefer: respond-async` is given or the wait runs out.",
+    "headers": {"Location": {"schema": {"type": "string"}, "description": "Status URL."}},
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunRecord"}}},
+}
+
+
+def result_schema(tool: Tool) -> dict:
+    """The 200 answer of ``tool``'s endpoint: a run result whose ``output`` is the tool's."""
+    return {
+        "allOf": [
+            {"$ref": "#/components/schemas/RunResult"},
+            {"type": "object", "properties": {"output": copy.deepcopy(tool.output)}},
+        ]
+    }
+
+
+def result_example(tool: Tool) -> dict:
+    return {
+        "run_id": "0b8f6c1e-4f3a-4c7e-9a51-2d5e8f7a9c10",
+        "tool": tool.slug,
+        "status": "succeeded",
+        "output": tool.sample_output(),
+        "credits": credits_for(tool, tool.sample_output()),
+        "duration_ms": 8421,
+        "sandbox": False,
+    }
+
+
+def run_operation(tool: Tool, *, uploads: bool = False) -> dict:
+    """The OpenAPI description of the POST that starts ``tool``: its body (JSON, and a form
+    when files may be uploaded), Prefer and Idempotency-Key, 202 and every refusal."""
+    schema = copy.deepcopy(tool.inputs)
+    content = {"application/json": {"schema": schema, "example": tool.examples[0]["input"]}}
+    if uploads:
+        content["multipart/form-data"] = {
+            "schema": {
+                **schema,
+                "description": "The same fields as a form; a file field may be an upload. "
+                "Fields that are not text are sent as JSON.",
+            }
+        }
+    return {
+        "security": API_KEY_SECURITY,
+        "parameters": [PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
+        "requestBody": {"required": True, "content": content},
+        "responses": {"202": ACCEPTED, **problem_responses(*_ERRORS)},
+    }
