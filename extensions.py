@@ -21,5 +21,5 @@ migrate = Migrate()
 login_manager = LoginManager()
 # API keys' per-minute limits are evaluated on this limiter's strategy and storage by the
 # API pipeline (services/ratelimit.py), once per request; there are no default limits
-# (app.py drops flask-limiter's before-request pass for that reason).
+# (app.py leaves flask-limiter's request hooks out for that reason).
 limiter = Limiter(key_func=get_remote_address)

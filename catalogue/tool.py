@@ -217,14 +217,18 @@ class Catalogue:
     """Every tool, by slug (sorted)."""
 
     tools: dict[str, Tool]
+    _categories: tuple[str, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        used = {tool.category for tool in self.tools.values()}
+        object.__setattr__(self, "_categories", tuple(c for c in CATEGORIES if c in used))
 
     def get(self, slug: str) -> Tool | None:
         return self.tools.get(slug)
 
     def categories(self) -> tuple[str, ...]:
         """The categories that have at least one tool, in ``CATEGORIES`` order."""
-        used = {tool.category for tool in self.tools.values()}
-        return tuple(c for c in CATEGORIES if c in used)
+        return self._categories
 
     def filter(self, category: str | None = None, plan: str | None = None) -> list[Tool]:
         """Tools of ``category`` that ``plan`` may run, sorted by slug.

@@ -4,6 +4,7 @@ import http
 import logging
 
 from flask import current_app, request
+from flask.sessions import SecureCookieSessionInterface
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.routing import BaseConverter
@@ -51,8 +52,23 @@ class ToolSlugConverter(BaseConverter):
     pattern = r"^(?!runs?$)[^/]+$"
 
 
+def is_api_path(path: str) -> bool:
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
 def is_api_request() -> bool:
-    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+    return is_api_path(request.path)
+
+
+class StatelessApiSessions(SecureCookieSessionInterface):
+    """No cookie session under /v1: the API knows a caller by its key alone, so a browser's
+    site cookie is neither read nor written there (and opening it cost every API request
+    a signature check)."""
+
+    def open_session(self, app, request):
+        if is_api_path(request.path):
+            return None  # Flask then uses a null session, which it never saves
+        return super().open_session(app, request)
 
 
 def register_api(app) -> None:
@@ -67,6 +83,8 @@ def register_api(app) -> None:
     from blueprints.api.video.routes import blp as video_blp
     from blueprints.api.voice.routes import blp as voice_blp
     from blueprints.api.whoami.routes import blp as whoami_blp
+
+    app.session_interface = StatelessApiSessions()
 
     app.config.setdefault(
         "API_SPEC_OPTIONS",

@@ -1,3 +1,5 @@
+from datetime import datetime
+
 from flask import g
 from flask.views import MethodView
 from flask_smorest import Blueprint
@@ -13,7 +15,9 @@ blp = Blueprint("whoami", __name__, url_prefix="/v1/public", description="Identi
 
 @blp.route("/whoami")
 class Whoami(MethodView):
-    @blp.response(200, WhoamiSchema)
+    # Answered as built, already JSON-ready: the schema documents it (schemathesis checks
+    # answers against it) without a marshmallow pass on this hot path.
+    @blp.alt_response(200, schema=WhoamiSchema, success=True)
     @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 429))
     def get(self):
         """Identify the calling key, its account, plan and today's usage (any valid key)."""
@@ -27,8 +31,8 @@ class Whoami(MethodView):
                 "name": context.name,
                 "hint": context.hint,
                 "sandbox": context.sandbox,
-                "created_at": context.created_at,
-                "last_used_at": context.last_used_at,
+                "created_at": context.created_at.isoformat(),
+                "last_used_at": _iso(context.last_used_at),
             },
             "account": {"id": context.account_id, "name": context.account_name},
             "plan": {
@@ -39,11 +43,15 @@ class Whoami(MethodView):
                 "categories": categories,
             },
             "usage": {
-                "date": now.date(),
+                "date": now.date().isoformat(),
                 "calls_today": today.calls,
                 "remaining_today": max(0, context.daily_quota - today.calls),
-                "resets_at": clock.next_midnight(now),
+                "resets_at": clock.next_midnight(now).isoformat(),
                 "credits_today": today.credits,
                 "free_calls_remaining": usage.free_calls_remaining(context.free_calls_used),
             },
         }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
