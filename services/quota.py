@@ -14,15 +14,22 @@ from flask import current_app
 from services import clock
 from services.redis import redis_client
 
-_RESERVE = """
-local calls = tonumber(redis.call('HGET', KEYS[1], 'calls') or '0')
-local n = tonumber(ARGV[1])
-if calls + n > tonumber(ARGV[2]) then return {0, calls} end
-calls = redis.call('HINCRBY', KEYS[1], 'calls', n)
-if tonumber(ARGV[4]) ~= 0 then redis.call('HINCRBY', KEYS[1], 'credits', ARGV[4]) end
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return {1, calls}
+# One reservation, as a Lua function: the quota script below and the per-minute limit's
+# script (services/ratelimit.py, which reserves in the same round trip) both call it.
+RESERVE_FUNCTION = """
+local function reserve(key, n, limit, ttl, credits)
+  local calls = tonumber(redis.call('HGET', key, 'calls') or '0')
+  if calls + n > limit then return {0, calls} end
+  calls = redis.call('HINCRBY', key, 'calls', n)
+  if credits ~= 0 then redis.call('HINCRBY', key, 'credits', credits) end
+  redis.call('EXPIRE', key, ttl)
+  return {1, calls}
+end
 """
+
+_RESERVE = RESERVE_FUNCTION + (
+    "return reserve(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))"
+)
 
 _RELEASE = """
 local calls = redis.call('HINCRBY', KEYS[1], 'calls', -tonumber(ARGV[1]))
@@ -51,6 +58,32 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class Request:
+    """A reservation to make: ``n`` calls (and ``credits``) of ``key_id``'s day at ``moment``."""
+
+    key_id: str
+    limit: int
+    n: int
+    moment: datetime
+    credits: int = 0
+
+    @property
+    def day(self) -> str:
+        return clock.utc_day(self.moment)
+
+    @property
+    def hash_key(self) -> str:
+        return usage_key(self.key_id, self.day)
+
+    @property
+    def ttl(self) -> int:
+        return clock.seconds_to_midnight(self.moment) + _GRACE_SECONDS
+
+    def answer(self, granted: bool, used: int) -> Reservation:
+        return Reservation(granted, used, self.limit, self.day)
+
+
+@dataclass(frozen=True)
 class Usage:
     day: str
     calls: int
@@ -74,10 +107,11 @@ class RedisQuota:
     def reserve(
         self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
     ) -> Reservation:
-        day = clock.utc_day(moment)
-        ttl = clock.seconds_to_midnight(moment) + _GRACE_SECONDS
-        granted, used = self._reserve(keys=[_key(key_id, day)], args=[n, limit, ttl, credits])
-        return Reservation(bool(granted), int(used), limit, day)
+        request = Request(key_id, limit, n, moment, credits)
+        granted, used = self._reserve(
+            keys=[request.hash_key], args=[n, limit, request.ttl, credits]
+        )
+        return request.answer(bool(granted), int(used))
 
     def release(self, key_id: str, n: int, day: str, credits: int = 0) -> None:
         self._release(keys=[_key(key_id, day)], args=[n, credits])

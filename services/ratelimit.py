@@ -1,13 +1,14 @@
 """Per-minute limits per key, evaluated by flask-limiter's strategy on its configured storage.
 
 A limited request should cost one Redis round trip (DESIGN.md section 14). flask-limiter's
-fixed window reads the window's count and expiry with two more calls after the hit, and
-whoami needs the day's usage too; ``WindowRedisStorage`` answers all of that from the one
-script that spends the hit, and keeps the answers for the rest of the request.
+fixed window reads the window's count and expiry with two more calls after the hit; whoami
+needs the day's usage too, and a run reserves the day's quota. ``WindowRedisStorage``
+answers all of that from the one script that spends the hit (the reservation is made only
+when the hit is within the limit), and keeps the answers for the rest of the request.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from flask import g, has_app_context
@@ -15,19 +16,29 @@ from limits import RateLimitItemPerMinute
 from limits.storage import RedisStorage
 
 from extensions import limiter
+from services import quota
 
-# KEYS[1]: the window counter; KEYS[2] (optional): a hash whose calls/credits to read too.
-_HIT = """
+# KEYS[1]: the window counter; KEYS[2] (optional): a day's usage hash, to read ('read') or
+# to reserve in ('reserve' n limit ttl credits minute_limit) when the hit is allowed.
+_HIT = (
+    quota.RESERVE_FUNCTION
+    + """
 local current = redis.call('INCRBY', KEYS[1], ARGV[2])
 if tonumber(current) == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 local answer = {current, redis.call('TTL', KEYS[1])}
-if KEYS[2] then
+if ARGV[3] == 'read' then
   local extra = redis.call('HMGET', KEYS[2], 'calls', 'credits')
   answer[3] = extra[1] or '0'
   answer[4] = extra[2] or '0'
+elseif ARGV[3] == 'reserve' and tonumber(current) <= tonumber(ARGV[8]) then
+  local reserved = reserve(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6],
+                           tonumber(ARGV[7]))
+  answer[3] = reserved[1]
+  answer[4] = reserved[2]
 end
 return answer
 """
+)
 
 
 class WindowRedisStorage(RedisStorage):
@@ -45,13 +56,16 @@ class WindowRedisStorage(RedisStorage):
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         key = self.prefixed_key(key)
-        also_read = g.get("_limit_also_read") if has_app_context() else None
-        answer = self._hit([key, also_read] if also_read else [key], [expiry, amount])
+        along: _Along | None = g.get("_limit_along") if has_app_context() else None
+        if along is None:
+            answer = self._hit([key], [expiry, amount])
+        else:
+            answer = self._hit([key, along.hash_key], [expiry, amount, *along.args])
         current, ttl = int(answer[0]), max(int(answer[1]), 0)
         if has_app_context():
             g.setdefault("_limit_windows", {})[key] = (current, ttl + time.time())
-            if also_read:
-                g._limit_extra = (int(answer[2]), int(answer[3]))
+            if along is not None and len(answer) > 2:
+                g._limit_along_answer = (int(answer[2]), int(answer[3]))
         return current
 
     def _seen(self, key: str):
@@ -67,13 +81,24 @@ class WindowRedisStorage(RedisStorage):
 
 
 @dataclass(frozen=True)
+class _Along:
+    """What the hit's script does with a day's usage hash besides spending the hit."""
+
+    hash_key: str
+    args: tuple
+
+
+@dataclass(frozen=True)
 class MinuteWindow:
     allowed: bool
     limit: int
     remaining: int
     reset_at: float
-    # (calls, credits) of the hash asked for, when the storage could read it in passing.
-    extra: tuple[int, int] | None
+    # The day's (calls, credits), when asked for and the storage could read them in passing.
+    usage: tuple[int, int] | None = None
+    # The quota reservation asked for, when the storage could make it in passing (never
+    # when the hit was refused).
+    reservation: quota.Reservation | None = None
 
 
 @cache
@@ -81,17 +106,37 @@ def _per_minute(limit: int) -> RateLimitItemPerMinute:
     return RateLimitItemPerMinute(limit)
 
 
-def spend_minute(identifier: str, per_minute: int, also_read: str | None = None) -> MinuteWindow:
-    """Spend one request of ``identifier``'s per-minute limit; optionally read a usage hash
-    in the same round trip (``extra`` is None when the storage cannot)."""
+def spend_minute(
+    identifier: str,
+    per_minute: int,
+    *,
+    read_usage: str | None = None,
+    reserve: quota.Request | None = None,
+) -> MinuteWindow:
+    """Spend one request of ``identifier``'s per-minute limit and, in the same round trip
+    where the storage can: read the usage hash ``read_usage``, or make the reservation
+    ``reserve`` if the hit is allowed. ``usage``/``reservation`` are None when it could not
+    (the caller then reads or reserves on its own)."""
     item = _per_minute(per_minute)
-    g._limit_also_read = also_read
+    along = None
+    if read_usage is not None:
+        along = _Along(read_usage, ("read",))
+    elif reserve is not None:
+        args = ("reserve", reserve.n, reserve.limit, reserve.ttl, reserve.credits, per_minute)
+        along = _Along(reserve.hash_key, args)
+    g._limit_along = along
     try:
         allowed = limiter.limiter.hit(item, "api-key", identifier)
         reset_at, remaining = limiter.limiter.get_window_stats(item, "api-key", identifier)
     finally:
-        g._limit_also_read = None
-    return MinuteWindow(allowed, per_minute, remaining, reset_at, g.pop("_limit_extra", None))
+        g._limit_along = None
+    answer = g.pop("_limit_along_answer", None)
+    window = MinuteWindow(allowed, per_minute, remaining, reset_at)
+    if answer is None:
+        return window
+    if read_usage is not None:
+        return replace(window, usage=answer)
+    return replace(window, reservation=reserve.answer(bool(answer[0]), answer[1]))
 
 
 def storage_uri(redis_url: str | None) -> str:

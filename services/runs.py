@@ -10,6 +10,7 @@ The caller (view or job) commits once afterwards.
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -52,11 +53,30 @@ class RunResult:
     reservation: Reservation | None
 
 
-def _reserve(context: KeyContext, moment: datetime, credits: int) -> Reservation | None:
-    if context.sandbox:
+# Makes a run's quota reservation (None: nothing to reserve, for sandbox keys). The API
+# passes one that also spends the request's per-minute hit in the same round trip.
+Admit = Callable[[KeyContext, quota.Request | None], Reservation | None]
+
+
+def reserve_only(context: KeyContext, reserve: quota.Request | None) -> Reservation | None:
+    """The plain admission: just the reservation."""
+    if reserve is None:
         return None
-    reservation = quota.store().reserve(context.key_id, context.daily_quota, 1, moment, credits)
-    if not reservation.granted:
+    return quota.store().reserve(
+        reserve.key_id, reserve.limit, reserve.n, reserve.moment, reserve.credits
+    )
+
+
+def _reserve(
+    context: KeyContext, moment: datetime, credits: int, admit: Admit
+) -> Reservation | None:
+    request = (
+        None
+        if context.sandbox
+        else quota.Request(context.key_id, context.daily_quota, 1, moment, credits)
+    )
+    reservation = admit(context, request)
+    if reservation is not None and not reservation.granted:
         raise QuotaExceeded(reservation)
     return reservation
 
@@ -76,11 +96,13 @@ def _new_run(context: KeyContext, tool: Tool, inputs: dict, status: str, moment)
     )
 
 
-def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
+def run_inline(
+    context: KeyContext, tool: Tool, inputs: dict, *, admit: Admit = reserve_only
+) -> RunResult:
     """Run a light tool in the request. Raises QuotaExceeded or RunFailed."""
     moment = clock.now()
     guessed_credits = 0 if usage.likely_free(context) else tool.credits
-    reservation = _reserve(context, moment, guessed_credits)
+    reservation = _reserve(context, moment, guessed_credits, admit)
     run = _new_run(context, tool, inputs, "running", moment)
     run.started_at = moment
     started = time.perf_counter()
@@ -111,11 +133,13 @@ def run_inline(context: KeyContext, tool: Tool, inputs: dict) -> RunResult:
 # --- queued runs ------------------------------------------------------------------------
 
 
-def submit(context: KeyContext, tool: Tool, inputs: dict, *, notify: bool) -> RunResult:
+def submit(
+    context: KeyContext, tool: Tool, inputs: dict, *, notify: bool, admit: Admit = reserve_only
+) -> RunResult:
     """Create a queued run with its quota reserved (QuotaExceeded); enqueue after commit.
     ``notify``: nobody will wait for it, so its end is to be announced by an event."""
     moment = clock.now()
-    reservation = _reserve(context, moment, 0)
+    reservation = _reserve(context, moment, 0, admit)
     run = _new_run(context, tool, inputs, "queued", moment)
     run.notify = notify
     db.session.add(run)

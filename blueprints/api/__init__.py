@@ -3,13 +3,13 @@
 import http
 import logging
 
-from flask import current_app, request
+from flask import current_app, g, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.routing import BaseConverter
 
-from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, too_large
+from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, settle_limit, too_large
 from blueprints.api.problems import Problem, from_http_exception, problem_response
 from blueprints.api.schemas import ProblemSchema
 
@@ -123,20 +123,33 @@ def register_api(app) -> None:
 
 
 def _handle_problem(problem: Problem):
-    return problem_response(problem)
+    return problem_response(_limit_first(problem))
 
 
 def _handle_http_exception(error: HTTPException):
     if not is_api_request():
         return error
-    return problem_response(from_http_exception(error))
+    return problem_response(_limit_first(from_http_exception(error)))
 
 
 def _handle_unexpected(error: Exception):
     log.exception("unhandled error on %s %s", request.method, request.path)
     if not is_api_request():
         return InternalServerError()
-    return problem_response(from_http_exception(InternalServerError()))
+    return problem_response(_limit_first(from_http_exception(InternalServerError())))
+
+
+def _limit_first(problem: Problem) -> Problem:
+    """A refusal found while the per-minute hit was still deferred (the run endpoints):
+    the hit is spent now, and a caller over its limit gets that 429 instead, since the
+    limit comes first in the pipeline."""
+    try:
+        settle_limit()
+    except Problem as limited:
+        return limited
+    except Exception:  # the refusal stands even if the limit cannot be reached
+        log.exception("could not spend the deferred per-minute hit")
+    return problem
 
 
 _FILE_ENDPOINTS = frozenset(
@@ -161,6 +174,11 @@ def _refuse_large_bodies():
 
 
 def _api_headers(response):
-    if is_api_request():
-        rate_limit_headers(response)
-    return response
+    if not is_api_request():
+        return response
+    if g.get("limit_pending"):  # every request spends its hit, even one that never ran
+        try:
+            settle_limit()
+        except Problem as limited:
+            response = problem_response(limited)
+    return rate_limit_headers(response)

@@ -13,7 +13,7 @@ from flask import current_app, g, request
 from werkzeug.datastructures import FileStorage
 
 from blueprints.api.problems import Problem, problem_response
-from services import clock, idempotency, keys, quota, ratelimit
+from services import clock, idempotency, keys, quota, ratelimit, runs
 from services.keys import KeyContext
 from services.plans import upgrade_url
 
@@ -29,11 +29,14 @@ def raw_key_from_request() -> str | None:
     return raw.strip() if raw else None
 
 
-def authenticate(*, read_usage: bool = False) -> KeyContext:
+def authenticate(*, read_usage: bool = False, defer_limit: bool = False) -> KeyContext:
     """Resolve the key (401) and spend one request of its per-minute limit (429).
 
     With ``read_usage`` the day's usage is read too (``g.day_usage``), in the same Redis
-    round trip where the limiter's storage allows it.
+    round trip where the limiter's storage allows it. With ``defer_limit`` (the run
+    endpoints) the hit is spent later, with the run's quota reservation (``admit_run``), or
+    when the request is refused before that (``settle_limit``): either way a caller over
+    the limit is answered 429 before any later refusal, as the pipeline's order says.
     """
     raw = raw_key_from_request()
     if not raw:
@@ -53,14 +56,28 @@ def authenticate(*, read_usage: bool = False) -> KeyContext:
             headers={"WWW-Authenticate": f'ApiKey header="{API_KEY_HEADER}"'},
         )
     g.key = context
+    if defer_limit:
+        g.limit_pending = True
+    else:
+        _spend_limit(context, read_usage=read_usage)
+    return keys.touch(context)
+
+
+def _spend_limit(
+    context: KeyContext, *, read_usage: bool = False, reserve: quota.Request | None = None
+) -> ratelimit.MinuteWindow:
+    """Spend the key's per-minute hit (429 when over), with what rides along."""
+    g.limit_pending = False
     now = clock.now()
-    also_read = quota.usage_key(context.key_id, clock.utc_day(now)) if read_usage else None
-    window = ratelimit.spend_minute(context.key_hash, context.per_minute, also_read)
+    usage_hash = quota.usage_key(context.key_id, clock.utc_day(now)) if read_usage else None
+    window = ratelimit.spend_minute(
+        context.key_hash, context.per_minute, read_usage=usage_hash, reserve=reserve
+    )
     g.minute_window = window
     if read_usage:
         g.day_usage = (
-            quota.Usage(clock.utc_day(now), *window.extra)
-            if window.extra is not None
+            quota.Usage(clock.utc_day(now), *window.usage)
+            if window.usage is not None
             else quota.store().usage(context.key_id, now)
         )
     if not window.allowed:
@@ -75,7 +92,24 @@ def authenticate(*, read_usage: bool = False) -> KeyContext:
             remaining=0,
             resets_at=_iso(window.reset_at),
         )
-    return keys.touch(context)
+    return window
+
+
+def settle_limit() -> None:
+    """Spend a deferred per-minute hit now (429 when over); nothing if none is pending."""
+    if g.get("limit_pending"):
+        _spend_limit(g.key)
+
+
+def admit_run(context: KeyContext, reserve: quota.Request | None) -> quota.Reservation | None:
+    """A run's admission: the deferred per-minute hit (429) and the day's quota
+    reservation ``reserve`` (None for sandbox keys), in one Redis round trip where the
+    limiter's storage allows. Returns the reservation (None without one)."""
+    if g.get("limit_pending"):
+        window = _spend_limit(context, reserve=reserve)
+        if window.reservation is not None:
+            return window.reservation
+    return runs.reserve_only(context, reserve)
 
 
 def require_api_access(*, on_slug_endpoint: bool = False) -> None:
@@ -229,6 +263,7 @@ def respond_idempotently(produce):
     key = request.headers.get(IDEMPOTENCY_HEADER)
     if key is None:
         return produce()
+    settle_limit()  # a caller over its limit claims no key
     if not 1 <= len(key) <= 255 or not key.isprintable():
         raise validation_failed({IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable characters."]})
     context: KeyContext = g.key

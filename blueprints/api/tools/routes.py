@@ -14,6 +14,7 @@ from blueprints.api.docs import (
     problem_responses,
 )
 from blueprints.api.pipeline import (
+    admit_run,
     authenticate,
     parse_prefer,
     read_body,
@@ -127,7 +128,7 @@ def run_tool_request(tool: Tool, inputs: dict):
         if not tool.queue and not prefer.respond_async:
             return _inline(tool, inputs)
         # respond-async: nobody waits, so the run's end is announced by an event.
-        result = runs.submit(g.key, tool, inputs, notify=prefer.respond_async)
+        result = runs.submit(g.key, tool, inputs, notify=prefer.respond_async, admit=admit_run)
     except QuotaExceeded as refused:
         raise _quota_problem(refused.reservation) from None
     _note_usage(result.reservation)
@@ -161,7 +162,7 @@ def run_tool_request(tool: Tool, inputs: dict):
 
 def _inline(tool: Tool, inputs: dict) -> dict:
     try:
-        result = runs.run_inline(g.key, tool, inputs)
+        result = runs.run_inline(g.key, tool, inputs, admit=admit_run)
     except RunFailed as failed:
         db.session.commit()
         raise _run_problem(failed.run.id, failed.run.error) from None
@@ -303,7 +304,7 @@ class RunBySlug(MethodView):
     )
     def post(self, slug):
         """Run a tool by slug with `{"input": "..."}` (402 below Pro)."""
-        authenticate()
+        authenticate(defer_limit=True)
         require_api_access(on_slug_endpoint=True)
         return respond_idempotently(lambda: run_by_slug(slug, *run_body()))
 
@@ -331,7 +332,7 @@ class RunDispatch(MethodView):
     )
     def post(self):
         """Run any tool: `slug` plus the tool's own fields (403 for Free/Starter keys)."""
-        authenticate()
+        authenticate(defer_limit=True)
         require_api_access()
         return respond_idempotently(lambda: run_dispatched(*run_body()))
 

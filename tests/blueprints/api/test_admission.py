@@ -1,0 +1,124 @@
+"""A request's admission: the per-minute hit and the run's quota in one Redis round trip,
+with the pipeline's order of refusals kept (a caller over its limit gets 429 first)."""
+
+import pytest
+import redis
+
+from services import clock, quota
+from tests.conftest import HAVE_REDIS, auth
+
+DISPATCH = "/v1/tools/run"
+RUN = {"slug": "word-counter", "input": "Flask is a small web framework."}
+
+needs_redis = pytest.mark.skipif(not HAVE_REDIS, reason="needs Redis")
+
+
+@pytest.fixture
+def redis_commands(monkeypatch):
+    """The Redis commands the app sends from now on, by name."""
+    sent: list[str] = []
+    original = redis.Redis.execute_command
+
+    def counted(self, *args, **options):
+        sent.append(str(args[0]).upper())
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", counted)
+    return sent
+
+
+def calls_today(app, raw_key_id: str) -> int:
+    with app.app_context():
+        return quota.store().usage(raw_key_id, clock.now()).calls
+
+
+def key_id(client, raw: str) -> str:
+    return client.get("/v1/public/whoami", headers=auth(raw)).get_json()["key"]["id"]
+
+
+@needs_redis
+def test_whoami_costs_one_redis_round_trip(client, make_key, redis_commands):
+    raw = make_key("pro")
+    client.get("/v1/public/whoami", headers=auth(raw))  # the key is resolved and cached
+    redis_commands.clear()
+    response = client.get("/v1/public/whoami", headers=auth(raw))
+    assert response.status_code == 200
+    assert redis_commands == ["EVALSHA"]
+
+
+@needs_redis
+@pytest.mark.parametrize("sandbox", [False, True], ids=["live", "sandbox"])
+def test_an_inline_run_costs_one_redis_round_trip(client, make_key, redis_commands, sandbox):
+    raw = make_key("pro", sandbox=sandbox)
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 200
+    redis_commands.clear()
+    response = client.post(DISPATCH, json=RUN, headers=auth(raw))
+    assert response.status_code == 200, response.get_json()
+    assert redis_commands == ["EVALSHA"]
+    assert response.headers["X-RateLimit-Remaining"] == str(
+        int(response.headers["X-RateLimit-Limit"]) - 2
+    )
+
+
+@needs_redis
+def test_the_run_reserves_its_quota_in_the_same_call(app, client, make_key):
+    raw = make_key("pro")
+    kid = key_id(client, raw)
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 200
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 200
+    assert calls_today(app, kid) == 2
+
+
+@pytest.mark.parametrize(
+    "body, refusal",
+    [
+        ({"slug": "no-such-tool", "input": "x"}, 404),
+        ({"slug": "word-counter"}, 422),
+        ({"slug": "word-counter", "input": "x", "colour": "red"}, 422),
+    ],
+    ids=["unknown-tool", "missing-input", "unknown-field"],
+)
+def test_a_refused_run_still_spends_its_minute_hit(client, make_key, body, refusal):
+    raw = make_key("pro", per_minute_override=2)
+    first = client.post(DISPATCH, json=body, headers=auth(raw))
+    assert first.status_code == refusal
+    assert first.headers["X-RateLimit-Remaining"] == "1"
+    assert client.post(DISPATCH, json=body, headers=auth(raw)).status_code == refusal
+    # Over the limit, the 429 comes before the refusal (the pipeline's order).
+    third = client.post(DISPATCH, json=body, headers=auth(raw))
+    assert third.status_code == 429
+    assert third.get_json()["code"] == "rate_limited"
+
+
+def test_a_caller_over_its_limit_reserves_no_quota(app, client, make_key):
+    raw = make_key("pro", per_minute_override=2)
+    kid = key_id(client, raw)  # spends the first hit
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 200
+    refused = client.post(DISPATCH, json=RUN, headers=auth(raw))
+    assert refused.status_code == 429
+    assert refused.get_json()["code"] == "rate_limited"
+    assert calls_today(app, kid) == 1
+
+
+def test_a_caller_over_its_limit_claims_no_idempotency_key(client, make_key):
+    raw = make_key("pro", per_minute_override=1)
+    headers = {**auth(raw), "Idempotency-Key": "order-1"}
+    assert client.post(DISPATCH, json=RUN, headers=headers).status_code == 200
+    refused = client.post(DISPATCH, json={**RUN, "input": "other"}, headers=headers)
+    # Not 422 idempotency_key_reused: the limit is checked before the key is looked at.
+    assert refused.status_code == 429
+    assert refused.get_json()["code"] == "rate_limited"
+
+
+def test_a_free_key_over_its_limit_gets_429_before_403(client, make_key):
+    raw = make_key("free", per_minute_override=1)
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 403
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 429
+
+
+def test_the_quota_refusal_follows_the_limit(app, client, make_key):
+    raw = make_key("pro", daily_override=1)
+    assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 200
+    refused = client.post(DISPATCH, json=RUN, headers=auth(raw))
+    assert refused.status_code == 429
+    assert refused.get_json()["code"] == "quota_exceeded"
