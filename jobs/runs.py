@@ -3,7 +3,7 @@
 import logging
 
 from extensions import db
-from jobs.webhooks import deliver_event
+from jobs.webhooks import emit
 from models import Run
 from services import runs
 from services.events import run_event
@@ -36,16 +36,4 @@ def _ended(run: Run) -> None:
     # Read the flag after the run ended: the caller sets it only while the run is going.
     db.session.refresh(run)
     if run.notify and run.api_key_id and run.status in ("succeeded", "failed"):
-        dispatcher().enqueue(
-            deliver_event,
-            run.api_key_id,
-            run_event(run),
-            f"evt_{run.id}",
-            job_id=f"evt_{run.id}",
-            timeout=60,
-            on_failure=_delivery_died,
-        )
-
-
-def _delivery_died(job_id: str) -> None:
-    log.warning("webhook delivery %s died", job_id)
+        emit(run.api_key_id, run_event(run), f"evt_{run.id}")

@@ -11,10 +11,29 @@ from extensions import db
 from models import ApiKey
 from services.events import signed_delivery
 from services.fetch import FetchRefused, resolve_public
+from services.queue import dispatcher
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_SECONDS = 10
+
+
+def emit(key_id: str, event: dict, event_id: str) -> None:
+    """Announce ``event`` to the key's webhook: its delivery is queued (``event_id`` names
+    it, stable across attempts). Every event of the product goes out through here."""
+    dispatcher().enqueue(
+        deliver_event,
+        key_id,
+        event,
+        event_id,
+        job_id=event_id,
+        timeout=60,
+        on_failure=_delivery_died,
+    )
+
+
+def _delivery_died(job_id: str) -> None:
+    log.warning("webhook delivery %s died", job_id)
 
 
 def deliver_event(key_id: str, event: dict, webhook_id: str) -> None:
