@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
@@ -71,6 +71,35 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+Job = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ChoiceEngine(Engine):
+    """An engine doing one of several related jobs, chosen by one of the tool's params.
+
+    A subclass names the param in ``choice`` (``operation`` unless it reads better as
+    ``finder``, ``schema``...) and maps each allowed value to the function that does that
+    job with the tool's inputs in ``jobs``; ``params_schema`` is built from them, so the
+    catalogue check and the code cannot disagree. Subclasses whose jobs need more than the
+    inputs override ``run`` and keep ``jobs`` as the table of what may be chosen.
+    """
+
+    choice: ClassVar[str] = "operation"
+    jobs: ClassVar[Mapping[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.params_schema = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [cls.choice],
+            "properties": {cls.choice: {"enum": sorted(cls.jobs)}},
+        }
+
+    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        return self.jobs[params[self.choice]](inputs)
 
 
 @functools.cache

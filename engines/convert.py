@@ -14,37 +14,16 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, ClassVar
+from typing import Any
 
-from engines.base import Engine, EngineError
+from engines.base import ChoiceEngine, Engine, EngineError
 
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 MAX_ROWS = 10_000
 MAX_OUTPUT_CHARS = 1_000_000
-
-Operation = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class _Family(Engine):
-    """An engine running one of its ``operations``, chosen by the tool's ``operation`` param."""
-
-    operations: ClassVar[dict[str, Operation]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.params_schema = {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["operation"],
-            "properties": {"operation": {"enum": sorted(cls.operations)}},
-        }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return type(self).operations[params["operation"]](inputs)
-
 
 # --- shared helpers ----------------------------------------------------------------------
 
@@ -810,11 +789,11 @@ def _html_table_to_csv(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class DataConvertEngine(_Family):
+class DataConvertEngine(ChoiceEngine):
     """Converts between data formats: JSON, YAML, CSV, XML, TOML, INI, .env, Markdown tables."""
 
     name = "convert.data"
-    operations = {
+    jobs = {
         "json-to-yaml": _json_to_yaml,
         "yaml-to-json": _yaml_to_json,
         "json-to-csv": _json_to_csv,
@@ -1165,12 +1144,12 @@ def _json_flatten(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"json": _dump_json(result, inputs["indent"]), "keys": keys}
 
 
-class JsonToolsEngine(_Family):
+class JsonToolsEngine(ChoiceEngine):
     """Works on JSON documents: infer or apply a JSON Schema, query, diff, (un)flatten."""
 
     name = "convert.json"
     requires = ("jmespath", "regex")
-    operations = {
+    jobs = {
         "schema-infer": _json_schema_infer,
         "schema-validate": _json_schema_validate,
         "query": _jmespath_query,
@@ -1359,12 +1338,12 @@ def _punycode(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"domains": results}
 
 
-class EncodingEngine(_Family):
+class EncodingEngine(ChoiceEngine):
     """Encodes and decodes text: base64, URL, HTML entities, string literals, punycode."""
 
     name = "convert.encoding"
     requires = ("idna",)
-    operations = {
+    jobs = {
         "base64": _base64,
         "url": _url_encoding,
         "html-entities": _html_entities,
@@ -1532,11 +1511,11 @@ def _jwt_decode(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class DigestEngine(_Family):
+class DigestEngine(ChoiceEngine):
     """Hashes, HMAC signatures, name-based UUIDs and JWT decoding."""
 
     name = "convert.digest"
-    operations = {
+    jobs = {
         "hash": _hashes,
         "hmac": _hmac,
         "uuid": _name_uuids,
@@ -1886,11 +1865,11 @@ def _ip_inspect(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class WebEngine(_Family):
+class WebEngine(ChoiceEngine):
     """URLs, query strings, HTTP status codes, MIME types, IP addresses and subnets."""
 
     name = "convert.web"
-    operations = {
+    jobs = {
         "url-parse": _url_parse,
         "query-build": _query_build,
         "http-status": _http_status,
@@ -2229,12 +2208,12 @@ def _cron_runs(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class DateTimeEngine(_Family):
+class DateTimeEngine(ChoiceEngine):
     """Timestamps, time zones, date arithmetic, ISO 8601 durations and cron schedules."""
 
     name = "convert.datetime"
     requires = ("croniter",)
-    operations = {
+    jobs = {
         "timestamp": _timestamp,
         "timezone": _timezone_convert,
         "difference": _date_difference,
@@ -2521,11 +2500,11 @@ def _byte_size(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class NumberEngine(_Family):
+class NumberEngine(ChoiceEngine):
     """Number bases, Roman numerals, units of measurement and byte sizes."""
 
     name = "convert.numbers"
-    operations = {
+    jobs = {
         "base": _number_base,
         "roman": _roman,
         "units": _unit_convert,
@@ -2736,11 +2715,11 @@ def _palette(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ColourEngine(_Family):
+class ColourEngine(ChoiceEngine):
     """Colour notations, WCAG contrast and palettes."""
 
     name = "convert.colour"
-    operations = {
+    jobs = {
         "convert": _colour_convert,
         "contrast": _contrast,
         "palette": _palette,
@@ -2892,12 +2871,12 @@ def _minify_html(inputs: dict[str, Any]) -> dict[str, Any]:
     return _savings(inputs["html"], minified)
 
 
-class MinifyEngine(_Family):
+class MinifyEngine(ChoiceEngine):
     """Minifies CSS, JavaScript and HTML."""
 
     name = "convert.minify"
     requires = ("rcssmin", "rjsmin")
-    operations = {"css": _minify_css, "javascript": _minify_js, "html": _minify_html}
+    jobs = {"css": _minify_css, "javascript": _minify_js, "html": _minify_html}
 
 
 # --- developer text ----------------------------------------------------------------------
@@ -3118,12 +3097,12 @@ def _semver_tool(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class DeveloperTextEngine(_Family):
+class DeveloperTextEngine(ChoiceEngine):
     """Developer text utilities: diffs, regex testing, identifier cases, semantic versions."""
 
     name = "convert.devtext"
     requires = ("regex",)
-    operations = {
+    jobs = {
         "diff": _text_diff,
         "regex": _regex_test,
         "case": _case_convert,

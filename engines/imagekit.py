@@ -24,7 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engines.base import Engine, EngineError
+from engines.base import ChoiceEngine, Engine, EngineError
 from engines.blob import Blob
 from engines.images import MAX_SIDE, encode_image, format_of, open_image
 
@@ -469,7 +469,7 @@ _FILTERS: dict[str, tuple[Callable[[Image.Image, dict[str, Any]], Image.Image], 
 _ALPHA_FILTERS = {"round_corners", "remove_background"}
 
 
-class ImageFilterEngine(Engine):
+class ImageFilterEngine(ChoiceEngine):
     """Changes the pixels of one picture; the ``operation`` param picks how.
 
     Input ``image`` (Blob) and ``format`` (png, jpeg or webp; null keeps the input's, and a
@@ -485,12 +485,7 @@ class ImageFilterEngine(Engine):
 
     name = "images.filter"
     requires = ("PIL", "numpy")
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": list(_FILTERS)}},
-    }
+    jobs = _FILTERS
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         operation = params["operation"]
@@ -827,7 +822,7 @@ _DRAWERS: dict[str, tuple[Callable[[dict[str, Any]], Image.Image], str]] = {
 }
 
 
-class ImageComposeEngine(Engine):
+class ImageComposeEngine(ChoiceEngine):
     """Builds a new canvas, from the input picture(s) or from nothing; ``operation`` picks it.
 
     From ``image``: border (``border_width``, ``color``), letterbox (``aspect_ratio``,
@@ -843,12 +838,7 @@ class ImageComposeEngine(Engine):
 
     name = "images.compose"
     requires = ("PIL",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": [*_COMPOSERS, *_DRAWERS]}},
-    }
+    jobs = {**_COMPOSERS, **_DRAWERS}
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         operation = params["operation"]
@@ -1253,7 +1243,7 @@ _ANALYSES: dict[str, Callable[[Image.Image, dict[str, Any]], dict[str, Any]]] = 
 }
 
 
-class ImageAnalyzeEngine(Engine):
+class ImageAnalyzeEngine(ChoiceEngine):
     """Measures a picture and answers JSON; the ``operation`` param picks the measure.
 
     Input ``image`` (Blob), plus per operation: ``count`` (palette: 2-16 colours with their
@@ -1267,12 +1257,7 @@ class ImageAnalyzeEngine(Engine):
 
     name = "images.analyze"
     requires = ("PIL", "numpy")
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": list(_ANALYSES)}},
-    }
+    jobs = _ANALYSES
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         return _ANALYSES[params["operation"]](_open(inputs["image"]), inputs)

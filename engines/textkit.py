@@ -29,7 +29,7 @@ from typing import Any
 
 from engines import _text
 from engines import _textkit_lists as lists
-from engines.base import Engine, EngineError, load_once
+from engines.base import ChoiceEngine, Engine, EngineError, load_once
 
 Match = dict[str, Any]
 
@@ -153,20 +153,11 @@ def _ngrams(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class FrequencyEngine(Engine):
+class FrequencyEngine(ChoiceEngine):
     name = "text.frequency"
     requires = ("sumy",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["unit"],
-        "properties": {"unit": {"enum": ["words", "ngrams"]}},
-    }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        if params["unit"] == "words":
-            return _word_frequency(inputs)
-        return _ngrams(inputs)
+    choice = "unit"
+    jobs = {"words": _word_frequency, "ngrams": _ngrams}
 
 
 # --- text.metrics: lexical diversity -----------------------------------------------------
@@ -527,26 +518,16 @@ def _platform_limits(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class MetricsEngine(Engine):
+class MetricsEngine(ChoiceEngine):
     name = "text.metrics"
     requires = ("pysbd", "markdown")
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["metric"],
-        "properties": {
-            "metric": {"enum": ["lexical_diversity", "sentence_lengths", "markdown", "limits"]}
-        },
-    }
-    _METRICS = {
+    choice = "metric"
+    jobs = {
         "lexical_diversity": _lexical_diversity,
         "sentence_lengths": _sentence_lengths,
         "markdown": _markdown_structure,
         "limits": _platform_limits,
     }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return self._METRICS[params["metric"]](inputs)
 
 
 # --- text.find ---------------------------------------------------------------------------
@@ -733,23 +714,11 @@ def _profanity(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class FindEngine(Engine):
+class FindEngine(ChoiceEngine):
     name = "text.find"
     requires = ("pysbd",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["finder"],
-        "properties": {
-            "finder": {
-                "enum": [
-                    "passive", "adverbs", "fillers", "cliches", "redundancies", "inclusive",
-                    "profanity",
-                ]
-            }
-        },
-    }  # fmt: skip
-    _FINDERS = {
+    choice = "finder"
+    jobs = {
         "passive": _passive,
         "adverbs": _adverbs,
         "fillers": _fillers,
@@ -758,9 +727,6 @@ class FindEngine(Engine):
         "inclusive": _inclusive,
         "profanity": _profanity,
     }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return self._FINDERS[params["finder"]](inputs)
 
 
 # --- text.extract ------------------------------------------------------------------------
@@ -1094,17 +1060,10 @@ def _acronyms(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class ExtractEngine(Engine):
+class ExtractEngine(ChoiceEngine):
     name = "text.extract"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["kind"],
-        "properties": {
-            "kind": {"enum": ["emails", "urls", "phones", "social_tags", "dates", "acronyms"]}
-        },
-    }
-    _EXTRACTORS = {
+    choice = "kind"
+    jobs = {
         "emails": _emails,
         "urls": _urls,
         "phones": _phones,
@@ -1112,9 +1071,6 @@ class ExtractEngine(Engine):
         "dates": _dates,
         "acronyms": _acronyms,
     }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return self._EXTRACTORS[params["kind"]](inputs)
 
 
 # --- text.transform: British and American spelling ---------------------------------------
@@ -1721,22 +1677,9 @@ def _money(whole: int, fraction: str, currency: str, mode: str, british: bool) -
     return words
 
 
-class TransformEngine(Engine):
+class TransformEngine(ChoiceEngine):
     name = "text.transform"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {
-            "operation": {
-                "enum": [
-                    "spelling", "title_case", "sentence_case", "typography", "whitespace",
-                    "lines", "html_text", "number_words",
-                ]
-            }
-        },
-    }  # fmt: skip
-    _OPERATIONS = {
+    jobs = {
         "spelling": _spelling,
         "title_case": _title_case,
         "sentence_case": _sentence_case,
@@ -1746,9 +1689,6 @@ class TransformEngine(Engine):
         "html_text": _html_text,
         "number_words": _number_words,
     }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return self._OPERATIONS[params["operation"]](inputs)
 
 
 # --- text.compare ------------------------------------------------------------------------
@@ -1870,20 +1810,11 @@ def _duplicates(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class CompareEngine(Engine):
+class CompareEngine(ChoiceEngine):
     name = "text.compare"
     requires = ("pysbd",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["comparison"],
-        "properties": {"comparison": {"enum": ["similarity", "duplicates"]}},
-    }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        if params["comparison"] == "similarity":
-            return _similarity(inputs)
-        return _duplicates(inputs)
+    choice = "comparison"
+    jobs = {"similarity": _similarity, "duplicates": _duplicates}
 
 
 ENGINES: tuple[Engine, ...] = (

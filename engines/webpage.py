@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
-from engines.base import Engine, EngineError
+from engines.base import ChoiceEngine, Engine, EngineError
 from engines.seo import pixel_width
 
 Issue = dict[str, str]
@@ -558,23 +558,15 @@ def _hreflang_audit(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class HtmlAuditEngine(Engine):
+class HtmlAuditEngine(ChoiceEngine):
     name = "seo.html_audit"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["audit"],
-        "properties": {"audit": {"enum": ["meta", "links", "images", "hreflang"]}},
-    }
-    _AUDITS = {
+    choice = "audit"
+    jobs = {
         "meta": _meta_audit,
         "links": _link_audit,
         "images": _image_audit,
         "hreflang": _hreflang_audit,
     }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return self._AUDITS[params["audit"]](inputs)
 
 
 # --- seo.tags ----------------------------------------------------------------------------
@@ -679,17 +671,10 @@ def _hreflang_tags(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class TagsEngine(Engine):
+class TagsEngine(ChoiceEngine):
     name = "seo.tags"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["kind"],
-        "properties": {"kind": {"enum": ["social", "hreflang"]}},
-    }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return _social_tags(inputs) if params["kind"] == "social" else _hreflang_tags(inputs)
+    choice = "kind"
+    jobs = {"social": _social_tags, "hreflang": _hreflang_tags}
 
 
 # --- seo.url -----------------------------------------------------------------------------
@@ -843,18 +828,9 @@ def _utm_parse(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class UrlEngine(Engine):
+class UrlEngine(ChoiceEngine):
     name = "seo.url"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": ["canonical", "utm_build", "utm_parse"]}},
-    }
-    _OPERATIONS = {"canonical": _canonical, "utm_build": _utm_build, "utm_parse": _utm_parse}
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return self._OPERATIONS[params["operation"]](inputs)
+    jobs = {"canonical": _canonical, "utm_build": _utm_build, "utm_parse": _utm_parse}
 
 
 # --- seo.robots --------------------------------------------------------------------------
@@ -1013,17 +989,9 @@ def _robots_generate(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"robots_txt": "\n".join(lines) + "\n", "warnings": warnings}
 
 
-class RobotsEngine(Engine):
+class RobotsEngine(ChoiceEngine):
     name = "seo.robots"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": ["test", "generate"]}},
-    }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        return _robots_test(inputs) if params["operation"] == "test" else _robots_generate(inputs)
+    jobs = {"test": _robots_test, "generate": _robots_generate}
 
 
 # --- seo.sitemap -------------------------------------------------------------------------
@@ -1183,19 +1151,9 @@ def _check_sitemap_item(item: Any, ns: str, index: int, issues: list[Issue]) -> 
     return [loc]
 
 
-class SitemapEngine(Engine):
+class SitemapEngine(ChoiceEngine):
     name = "seo.sitemap"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": ["generate", "validate"]}},
-    }
-
-    def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        if params["operation"] == "generate":
-            return _sitemap_generate(inputs)
-        return _sitemap_validate(inputs)
+    jobs = {"generate": _sitemap_generate, "validate": _sitemap_validate}
 
 
 # --- seo.redirects -----------------------------------------------------------------------
@@ -1757,17 +1715,15 @@ _SCHEMAS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]
 }
 
 
-class JsonLdEngine(Engine):
+class JsonLdEngine(ChoiceEngine):
+    """Builds the chosen schema.org type, drops empty values, and wraps it in its tag."""
+
     name = "seo.jsonld"
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["schema"],
-        "properties": {"schema": {"enum": list(_SCHEMAS)}},
-    }
+    choice = "schema"
+    jobs = _SCHEMAS
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-        data, warnings = _SCHEMAS[params["schema"]](inputs)
+        data, warnings = self.jobs[params[self.choice]](inputs)
         data = _prune(data)
         return {"json_ld": data, "script": _script(data), "warnings": warnings}
 

@@ -637,9 +637,3 @@ def test_semver_precedence_of_prerelease_identifiers_and_bad_versions(run):
     assert out["sorted"] == ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta"]
     with pytest.raises(EngineError, match="'1.2' is not a semantic version"):
         run("semantic-version-calculator", versions="1.2")
-
-
-def test_every_family_declares_its_operations_in_params_schema():
-    for engine in convert.ENGINES:
-        operations = engine.params_schema["properties"]["operation"]["enum"]
-        assert operations == sorted(type(engine).operations)

@@ -8,6 +8,7 @@ import engines
 from catalogue import load_catalogue
 from catalogue.tool import MAX_FILE_BYTES
 from engines import Engine, EngineError, ProviderUnavailable, engine_names, get_engine, run_tool
+from engines.base import ChoiceEngine
 from engines.blob import Blob
 from services.binary import decode_binary
 
@@ -194,3 +195,27 @@ def test_the_registry_refuses_two_engines_with_one_name(monkeypatch):
     monkeypatch.setattr(engines.text_analysis, "ENGINES", (*engines.text_analysis.ENGINES, Twin()))
     with pytest.raises(RuntimeError, match="Two engines are named text.counts."):
         engines._build_registry()
+
+
+def test_a_choice_engine_runs_the_job_its_param_names():
+    class Shout(ChoiceEngine):
+        name = "test.shout"
+        choice = "how"
+        jobs = {"upper": lambda i: {"text": i["text"].upper()}, "echo": lambda i: dict(i)}
+
+    assert Shout.params_schema == {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["how"],
+        "properties": {"how": {"enum": ["echo", "upper"]}},
+    }
+    assert Shout().run({"text": "hi"}, {"how": "upper"}) == {"text": "HI"}
+
+
+def test_every_choice_engine_offers_exactly_its_jobs():
+    engines_ = [get_engine(name) for name in engine_names()]
+    choosing = [engine for engine in engines_ if isinstance(engine, ChoiceEngine)]
+    assert len(choosing) >= 20
+    for engine in choosing:
+        assert engine.params_schema["required"] == [engine.choice]
+        assert engine.params_schema["properties"][engine.choice]["enum"] == sorted(engine.jobs)
