@@ -37,7 +37,10 @@ class RunResultSchema(ma.Schema):
     output = ma.fields.Dict(
         required=True,
         allow_none=True,
-        metadata={"description": "Exactly the tool's output schema (see GET /tools/{slug})."},
+        metadata={
+            "description": "Exactly the tool's output schema: the `ToolOutput_<slug>` "
+            "component (see RunOutputByTool), also answered by GET /tools/{slug}."
+        },
     )
     credits = ma.fields.Integer(required=True)
     duration_ms = ma.fields.Integer(required=True, allow_none=True)

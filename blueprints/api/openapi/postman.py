@@ -11,7 +11,7 @@ import json
 import re
 import uuid
 from http import HTTPStatus
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 POSTMAN_SCHEMA_URL = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"
@@ -115,6 +115,51 @@ def openapi_to_postman(spec: dict, base_url: str) -> dict:
             {"key": "api_key", "value": API_KEY_PLACEHOLDER, "type": "string"},
         ],
     }
+
+
+class SavedExample(NamedTuple):
+    """One saved request of an `example_folder`: its name, JSON body and, when given, the
+    JSON body of its saved 200 response."""
+
+    name: str
+    body: Any
+    description: str = ""
+    response: Any = None
+
+
+def example_folder(
+    spec: dict,
+    base_url: str,
+    path: str,
+    method: str,
+    *,
+    name: str,
+    description: str,
+    examples: list[SavedExample],
+) -> dict:
+    """A Postman folder of requests to one operation of `spec`, one per example.
+
+    Each request is the operation's own (URL, headers, auth) with the example's name and JSON
+    body; an example with a `response` also gets it as a saved 200 response.
+    """
+    path_item = _resolve(spec, spec["paths"][path])
+    relative_path = _relative_path(path, urlsplit(base_url.rstrip("/")).path.rstrip("/"))
+    template = _request_item(spec, relative_path, path_item, method, path_item[method])
+    items = []
+    for example in examples:
+        request = copy.deepcopy(template["request"])
+        request["body"] = {
+            "mode": "raw",
+            "raw": _pretty(example.body),
+            "options": {"raw": {"language": "json"}},
+        }
+        if example.description:
+            request["description"] = example.description
+        saved = []
+        if example.response is not None:
+            saved.append(_saved_response("200 " + example.name, request, 200, example.response))
+        items.append({"name": example.name, "request": request, "response": saved})
+    return {"name": name, "description": description, "item": items}
 
 
 def example_from_schema(spec: dict, schema: Any, *, for_request: bool = True) -> Any:
@@ -328,20 +373,24 @@ def _saved_responses(spec: dict, operation: dict, request: dict) -> list[dict]:
             continue
         description = (response.get("description") or "").strip()
         description = description.splitlines()[0] if description else ""
-        status = int(code)
-        saved.append(
-            {
-                "name": f"{code} {description}".strip(),
-                "originalRequest": copy.deepcopy(request),
-                "status": _reason_phrase(status),
-                "code": status,
-                "_postman_previewlanguage": "json",
-                "header": [{"key": "Content-Type", "value": media_type}],
-                "cookie": [],
-                "body": _pretty(example),
-            }
-        )
+        name = f"{code} {description}".strip()
+        saved.append(_saved_response(name, request, int(code), example, media_type))
     return saved
+
+
+def _saved_response(
+    name: str, request: dict, status: int, body: Any, media_type: str = "application/json"
+) -> dict:
+    return {
+        "name": name,
+        "originalRequest": copy.deepcopy(request),
+        "status": _reason_phrase(status),
+        "code": status,
+        "_postman_previewlanguage": "json",
+        "header": [{"key": "Content-Type", "value": media_type}],
+        "cookie": [],
+        "body": _pretty(body),
+    }
 
 
 def _reason_phrase(status: int) -> str:

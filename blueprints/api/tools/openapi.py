@@ -1,21 +1,36 @@
-"""Per-tool request schemas in the OpenAPI document (DESIGN.md section 12).
+"""Per-tool schemas in the OpenAPI document (DESIGN.md section 12), added by an apispec plugin.
 
-``POST /v1/tools/run`` takes ``slug`` plus that tool's own fields, so its body is documented
-as a ``oneOf`` of one schema per tool, told apart by ``slug`` (a discriminator), each with
-the tool's example. Added by an apispec plugin when the path is registered.
+- ``RunTool_<slug>``: ``POST /v1/tools/run`` takes ``slug`` plus that tool's own fields, so its
+  body is a ``oneOf`` of one schema per tool, told apart by ``slug`` (a discriminator); every
+  tool's example input is a named example of that body, keyed by slug.
+- ``ToolOutput_<slug>``: the tool's output schema, with its example output.
+- ``RunOutputByTool``: ties a run's ``output`` to its ``tool``; ``RunResult`` and
+  ``RunRecord`` (the run endpoints' answers, the status and cancel answers) include it.
+
+``GET /v1/tools/{slug}`` still answers each tool's schemas as data (``Tool.to_public``).
 """
 
 import copy
 
 from apispec import BasePlugin
+from apispec.ext.marshmallow.common import resolve_schema_instance
 
+from blueprints.api.openapi.postman import SavedExample
+from blueprints.api.plan_gated import result_example
+from blueprints.api.schemas import RunResultSchema
 from catalogue import Catalogue, Tool
 
 DISPATCH_PATH = "/v1/tools/run"
+OUTPUT_BY_TOOL = "RunOutputByTool"
 
 
-def component_name(tool: Tool) -> str:
-    return "RunTool_" + tool.slug.replace("-", "_")
+def component_name(tool: Tool, kind: str = "RunTool") -> str:
+    """``RunTool_<slug>`` (the dispatcher's body) or ``ToolOutput_<slug>``, ``-`` as ``_``."""
+    return f"{kind}_" + tool.slug.replace("-", "_")
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def dispatch_body(tool: Tool) -> dict:
@@ -34,8 +49,75 @@ def dispatch_body(tool: Tool) -> dict:
         "required": ["slug"],
         "oneOf": [{"required": [tool.primary]}, {"required": ["input"]}],
         "additionalProperties": False,
-        "examples": [{"slug": tool.slug, **example["input"]} for example in tool.examples],
     }
+
+
+def dispatch_example(tool: Tool) -> dict:
+    """The dispatcher's body for ``tool``'s first example."""
+    return {"slug": tool.slug, **copy.deepcopy(tool.examples[0]["input"])}
+
+
+def output_component(tool: Tool) -> dict:
+    """The tool's output schema (as ``GET /v1/tools/{slug}`` shows it) with its examples."""
+    return {
+        **copy.deepcopy(tool.output),
+        "title": f"{tool.name} output",
+        "examples": [copy.deepcopy(example["output"]) for example in tool.examples],
+    }
+
+
+def output_by_tool(tools: list[Tool]) -> dict:
+    """``if tool is <slug> then output is ToolOutput_<slug> (or null)``, for every tool.
+
+    Why not a ``oneOf`` (or ``anyOf``) of the output components on ``output``: tools share
+    output shapes (many answer ``{"text": ...}``), so an output matches several branches and a
+    ``oneOf`` refuses valid answers; an ``anyOf`` accepts any tool's output for any tool, which
+    leaves schemathesis's response check with little to catch. Keyed by ``tool``, each answer
+    is checked against exactly its own tool's schema, and runs of the plan-gated endpoints'
+    tools (not in the catalogue; their endpoints document their outputs, and the status
+    endpoint shows them too) are left alone. ``output`` is null until a run has succeeded.
+    """
+    return {
+        "description": "A run's `output` is exactly its tool's output schema, the "
+        "`ToolOutput_<slug>` component (`-` in the slug written `_`), or null until the run "
+        "has succeeded.",
+        "allOf": [
+            {
+                "if": {"properties": {"tool": {"const": tool.slug}}, "required": ["tool"]},
+                "then": {
+                    "properties": {
+                        "output": {
+                            "anyOf": [_ref(component_name(tool, "ToolOutput")), {"type": "null"}]
+                        }
+                    }
+                },
+            }
+            for tool in tools
+        ],
+    }
+
+
+def category_examples(catalogue: Catalogue) -> list[SavedExample]:
+    """One dispatcher request per category (its first tool by slug, with its example input),
+    answered by the example output: the Postman collection's "Tools by category"."""
+    examples = []
+    for category in catalogue.categories():
+        tool = catalogue.filter(category=category)[0]
+        examples.append(
+            SavedExample(
+                name=f"{category}: {tool.name}",
+                body=dispatch_example(tool),
+                description=f"{tool.summary} Plan: {tool.required_plan}. "
+                f"More {category} tools: GET /v1/tools?category={category}.",
+                response=result_example(tool),
+            )
+        )
+    return examples
+
+
+def _examples_first(tools: list[Tool], slug: str | None) -> list[Tool]:
+    """``tools`` with the tool named ``slug`` first: the example Postman and Swagger UI show."""
+    return sorted(tools, key=lambda tool: tool.slug != slug)
 
 
 class ToolSchemasPlugin(BasePlugin):
@@ -44,19 +126,37 @@ class ToolSchemasPlugin(BasePlugin):
 
     def init_spec(self, spec):
         self.spec = spec
+        tools = list(self.catalogue)
+        for tool in tools:
+            spec.components.schema(component_name(tool), component=dispatch_body(tool))
+            spec.components.schema(
+                component_name(tool, "ToolOutput"), component=output_component(tool)
+            )
+        spec.components.schema(OUTPUT_BY_TOOL, component=output_by_tool(tools))
+
+    def schema_helper(self, name, definition, schema=None, **kwargs):
+        """``RunResult`` and ``RunRecord`` (a subclass) include ``RunOutputByTool``."""
+        if schema is not None and isinstance(resolve_schema_instance(schema), RunResultSchema):
+            return {"allOf": [*definition.get("allOf", []), _ref(OUTPUT_BY_TOOL)]}
+        return None
 
     def operation_helper(self, path=None, operations=None, **kwargs):
         if path != DISPATCH_PATH or "post" not in (operations or {}):
             return
-        refs, mapping = [], {}
-        for tool in self.catalogue.tools.values():
-            name = component_name(tool)
-            if name not in self.spec.components.schemas:
-                self.spec.components.schema(name, component=dispatch_body(tool))
-            refs.append({"$ref": f"#/components/schemas/{name}"})
-            mapping[tool.slug] = f"#/components/schemas/{name}"
+        tools = list(self.catalogue)
         content = operations["post"]["requestBody"]["content"]["application/json"]
+        # A media type has `example` or `examples`, not both: the single one goes first.
+        shown_first = (content.pop("example", None) or {}).get("slug")
         content["schema"] = {
-            "oneOf": refs,
-            "discriminator": {"propertyName": "slug", "mapping": mapping},
+            "oneOf": [_ref(component_name(tool)) for tool in tools],
+            "discriminator": {
+                "propertyName": "slug",
+                "mapping": {
+                    tool.slug: f"#/components/schemas/{component_name(tool)}" for tool in tools
+                },
+            },
+        }
+        content["examples"] = {
+            tool.slug: {"summary": tool.name, "value": dispatch_example(tool)}
+            for tool in _examples_first(tools, shown_first)
         }

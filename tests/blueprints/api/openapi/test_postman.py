@@ -7,6 +7,8 @@ from jsonschema import Draft7Validator
 
 from blueprints.api.openapi.postman import (
     POSTMAN_SCHEMA_URL,
+    SavedExample,
+    example_folder,
     example_from_schema,
     openapi_to_postman,
 )
@@ -820,6 +822,45 @@ def test_saved_responses_only_for_status_codes_with_a_json_example():
         {"key": "Content-Type", "value": "application/problem+json"}
     ]
     assert item["response"][0]["originalRequest"] == item["request"]
+
+
+def test_example_folder_saves_one_request_per_example_on_the_operation():
+    examples = [
+        SavedExample("Count words", {"slug": "word-count"}, "Counts.", {"words": 2}),
+        SavedExample("Summarize", {"slug": "summarize", "input": "x"}),
+    ]
+
+    folder = example_folder(
+        FULL_SPEC,
+        BASE_URL,
+        "/v1/tools/run",
+        "post",
+        name="Runs",
+        description="D.",
+        examples=examples,
+    )
+
+    assert (folder["name"], folder["description"]) == ("Runs", "D.")
+    first, second = folder["item"]
+    assert [first["name"], second["name"]] == ["Count words", "Summarize"]
+    operation_item = openapi_to_postman(FULL_SPEC, BASE_URL)["item"][0]["item"][0]
+    for item, example in zip(folder["item"], examples, strict=True):
+        request = item["request"]
+        assert request["url"] == operation_item["request"]["url"]
+        assert request["header"] == operation_item["request"]["header"]
+        assert json.loads(request["body"]["raw"]) == example.body
+    assert first["request"]["description"] == "Counts."
+    assert "description" not in second["request"]
+    (saved,) = first["response"]
+    assert (saved["name"], saved["code"], json.loads(saved["body"])) == (
+        "200 Count words",
+        200,
+        {"words": 2},
+    )
+    assert saved["originalRequest"] == first["request"]
+    assert second["response"] == []
+    collection = {"info": {"name": "x", "schema": POSTMAN_SCHEMA_URL}, "item": [folder]}
+    assert list(Draft7Validator(POSTMAN_V21_SUBSET).iter_errors(collection)) == []
 
 
 def test_output_is_deterministic_and_json_serialisable():
