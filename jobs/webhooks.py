@@ -1,73 +1,68 @@
-"""RQ jobs that deliver webhook events (queue: default)."""
+"""Jobs that deliver webhook events (queue: default), one attempt per job.
+
+``emit`` records the delivery and queues its first attempt; a failed attempt queues the
+next one after the retry delay (RQ's scheduler, or a timer in the embedded default).
+``deliver_due`` queues every pending attempt that is due and not in flight: it catches
+attempts whose scheduled job was lost (a process restarted, Redis flushed) and is meant to
+run periodically. The rules (schedule, leases, what counts as success) live in
+``services.webhooks``.
+"""
 
 import logging
-import time
-from urllib.parse import urlsplit
+import secrets
 
-import requests
-from flask import current_app
-
-from extensions import db
-from models import ApiKey
-from services.events import signed_delivery
-from services.fetch import FetchRefused, resolve_public
+from services import webhooks
 from services.queue import dispatcher
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_SECONDS = 10
+# One attempt takes at most TIMEOUT_SECONDS on the wire; the rest is database work.
+JOB_TIMEOUT = 30
+_JOB_PREFIX = "webhook-"
 
 
 def emit(key_id: str, event: dict, event_id: str) -> None:
-    """Announce ``event`` to the key's webhook: its delivery is queued (``event_id`` names
-    it, stable across attempts). Every event of the product goes out through here."""
-    dispatcher().enqueue(
-        deliver_event,
-        key_id,
-        event,
-        event_id,
-        job_id=event_id,
-        timeout=60,
-        on_failure=_delivery_died,
-    )
+    """Announce ``event`` to the key's webhook: its delivery is recorded (committing the
+    session: call this once the event's cause is committed) and its first attempt queued.
+    ``event_id`` names it, the ``webhook-id`` of every attempt; emitting the same event id
+    again for the key does nothing. Every event of the product goes out through here."""
+    delivery = webhooks.record(key_id, event, event_id)
+    if delivery is not None and delivery.status == "pending":
+        schedule(delivery.id)
 
 
-def _delivery_died(job_id: str) -> None:
-    log.warning("webhook delivery %s died", job_id)
+def schedule(delivery_id: str, delay: float = 0) -> None:
+    """Queue an attempt of the delivery, at once or after ``delay`` seconds."""
+    options = {
+        "job_id": f"{_JOB_PREFIX}{delivery_id}-{secrets.token_hex(4)}",
+        "timeout": JOB_TIMEOUT,
+        "on_failure": _attempt_died,
+    }
+    if delay > 0:
+        dispatcher().enqueue_in(delay, deliver, delivery_id, **options)
+    else:
+        dispatcher().enqueue(deliver, delivery_id, **options)
 
 
-def deliver_event(key_id: str, event: dict, webhook_id: str) -> None:
-    """POST ``event`` to the key's webhook once (the simple form: no retries yet)."""
-    key = db.session.get(ApiKey, key_id)
-    if key is None or not key.webhook_url:
-        return
-    url = key.webhook_url
-    parts = urlsplit(url)
-    try:
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise FetchRefused("the webhook URL is not an http(s) URL")
-        resolve_public(
-            parts.hostname,
-            parts.port or (443 if parts.scheme == "https" else 80),
-            allow_private=bool(current_app.config.get("FETCH_ALLOW_PRIVATE")),
-        )
-    except FetchRefused as refused:
-        log.warning("webhook %s for key %s refused: %s", webhook_id, key_id, refused.message)
-        return
-    body, headers = signed_delivery(event, key.webhook_secret, webhook_id)
-    started = time.monotonic()
-    try:
-        response = requests.post(
-            url, data=body, headers=headers, timeout=TIMEOUT_SECONDS, allow_redirects=False
-        )
-        outcome = str(response.status_code)
-    except requests.RequestException as error:
-        outcome = type(error).__name__
-    log.info(
-        "webhook %s (%s) for key %s: %s in %.0f ms",
-        webhook_id,
-        event["event"],
-        key_id,
-        outcome,
-        (time.monotonic() - started) * 1000,
-    )
+def deliver(delivery_id: str) -> None:
+    """Make the delivery's due attempt, and queue the next one if it failed."""
+    outcome = webhooks.attempt(delivery_id)
+    if outcome is not None and outcome.retry_in is not None:
+        schedule(delivery_id, outcome.retry_in)
+
+
+def deliver_due() -> int:
+    """Queue every due attempt that is not in flight; returns how many."""
+    due = webhooks.due_ids()
+    for delivery_id in due:
+        schedule(delivery_id)
+    if due:
+        log.info("queued %d due webhook attempt(s)", len(due))
+    return len(due)
+
+
+def _attempt_died(job_id: str) -> None:
+    """The attempt's job died or timed out: try again once its lease has run out."""
+    delivery_id = job_id.removeprefix(_JOB_PREFIX).rsplit("-", 1)[0]
+    log.warning("webhook attempt job %s died; delivery %s is tried again", job_id, delivery_id)
+    schedule(delivery_id, webhooks.LEASE_SECONDS)

@@ -6,8 +6,11 @@ from models.blob import StoredFile
 from models.plan import PLAN_ORDER, Plan
 from models.run import RUN_STATES, TERMINAL_STATES, Run
 from models.usage import UsageEvent
+from models.webhook import DELIVERY_STATES, WebhookDelivery
+from models.workflow import WorkflowRun
 
 __all__ = [
+    "DELIVERY_STATES",
     "PLAN_ORDER",
     "ROLES",
     "RUN_STATES",
@@ -20,4 +23,6 @@ __all__ = [
     "StoredFile",
     "UsageEvent",
     "User",
+    "WebhookDelivery",
+    "WorkflowRun",
 ]

@@ -23,6 +23,9 @@ class ApiKey(db.Model):
     sandbox: Mapped[bool] = mapped_column(default=False)
     webhook_url: Mapped[str | None] = mapped_column(String(2048))
     webhook_secret: Mapped[str] = mapped_column(String(64))
+    # Set when the receiver answered 410 Gone: nothing is sent until a URL is saved again.
+    webhook_disabled_at: Mapped[datetime | None]
+    webhook_disabled_reason: Mapped[str | None] = mapped_column(String(200))
     per_minute_override: Mapped[int | None]
     daily_override: Mapped[int | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -8,9 +8,12 @@ and TLS server name, so a DNS answer that changes between the check and the conn
 hop checked again. The body is streamed under a byte limit and a total deadline. No proxy
 from the environment is used: it would connect on our behalf to an unchecked address.
 
+``post`` sends one request the same way (checked address, pinned connection) but never
+follows a redirect and never reads the answer's body: webhook delivery uses it.
+
 ``FETCH_ALLOW_PRIVATE`` (development and tests) lets private targets through; the cloud
 metadata addresses stay refused even then. ``check_address`` and ``resolve_public`` are
-public so that webhook delivery can apply the same rule.
+public so that a webhook URL can be checked the same way when it is saved.
 """
 
 import ipaddress
@@ -158,12 +161,12 @@ def fetch(
     ``FETCH_ALLOW_PRIVATE``.
     """
     if allow_private is None:
-        allow_private = has_app_context() and bool(current_app.config.get("FETCH_ALLOW_PRIVATE"))
+        allow_private = private_allowed()
     deadline = time.monotonic() + timeout
     for _ in range(MAX_REDIRECTS + 1):
         target = _Target.parse(url)
         addresses = resolve_public(target.host, target.port, allow_private=allow_private)
-        pool, response = _open(target, addresses, deadline)
+        pool, response = _open(target, addresses, deadline, "GET", _GET_HEADERS)
         try:
             if response.status in _REDIRECTS:
                 location = response.headers.get("Location")
@@ -178,6 +181,61 @@ def fetch(
             response.close()
             pool.close()
     raise FetchRefused(f"The URL redirected more than {MAX_REDIRECTS} times.")
+
+
+def check_url(url: str, *, allow_private: bool | None = None) -> list[str]:
+    """Refuse ``url`` as ``fetch`` and ``post`` would before connecting (FetchRefused).
+
+    Returns the checked addresses its host resolves to now.
+    """
+    if allow_private is None:
+        allow_private = private_allowed()
+    target = _Target.parse(url)
+    return resolve_public(target.host, target.port, allow_private=allow_private)
+
+
+def private_allowed() -> bool:
+    """The operator setting ``FETCH_ALLOW_PRIVATE`` (False outside an app context)."""
+    return has_app_context() and bool(current_app.config.get("FETCH_ALLOW_PRIVATE"))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a ``post`` got back: the status and the headers (names in lower case)."""
+
+    status: int
+    headers: dict[str, str]
+
+
+def post(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    timeout: float = 10,
+    allow_private: bool | None = None,
+) -> Answer:
+    """POST ``body`` to ``url`` once, under the SSRF guard, within ``timeout`` seconds.
+
+    A redirect is not followed: the 3xx is the answer. The answer's body is never read.
+    Raises FetchRefused when the URL or its address is refused, when no address answers,
+    on a TLS failure, or when the answer takes longer than ``timeout``.
+    """
+    if allow_private is None:
+        allow_private = private_allowed()
+    started = time.monotonic()
+    deadline = started + timeout
+    target = _Target.parse(url)
+    addresses = resolve_public(target.host, target.port, allow_private=allow_private)
+    sent = {"User-Agent": USER_AGENT, **headers, "Content-Length": str(len(body))}
+    pool, response = _open(target, addresses, deadline, "POST", sent, body)
+    try:
+        if time.monotonic() > deadline:
+            raise FetchRefused(f"{target.shown} took longer than {timeout:g} s to answer.")
+        return Answer(response.status, {name.lower(): v for name, v in response.headers.items()})
+    finally:
+        response.close()
+        pool.close()
 
 
 @dataclass(frozen=True)
@@ -227,8 +285,18 @@ class _Target:
         return f"{'https' if self.https else 'http'}://{self.host_header}"
 
 
-def _open(target: _Target, addresses: list[str], deadline: float):
-    """Connect to the first checked address that answers and send the GET."""
+_GET_HEADERS = {"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": "identity"}
+
+
+def _open(
+    target: _Target,
+    addresses: list[str],
+    deadline: float,
+    method: str,
+    headers: dict[str, str],
+    body: bytes | None = None,
+):
+    """Connect to the first checked address that answers and send the request."""
     failure = "no address answered"
     for ip in addresses:
         remaining = deadline - time.monotonic()
@@ -238,14 +306,10 @@ def _open(target: _Target, addresses: list[str], deadline: float):
         pool = _pool(target, ip, remaining)
         try:
             response = pool.urlopen(
-                "GET",
+                method,
                 target.request_target,
-                headers={
-                    "Host": target.host_header,
-                    "User-Agent": USER_AGENT,
-                    "Accept": "*/*",
-                    "Accept-Encoding": "identity",
-                },
+                body=body,
+                headers={"Host": target.host_header, **headers},
                 redirect=False,
                 retries=False,
                 assert_same_host=False,

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 from flask import Flask, current_app
 from rq import Callback, Queue
@@ -43,6 +44,22 @@ class RQDispatcher:
     ) -> None:
         # ``awaited`` needs nothing here: the done-list a waiter blocks on expires by itself.
         self.queue.enqueue(
+            job,
+            *args,
+            job_id=job_id,
+            job_timeout=timeout,
+            result_ttl=600,
+            failure_ttl=86400,
+            meta={"on_failure": f"{on_failure.__module__}.{on_failure.__qualname__}"},
+            on_failure=Callback(_rq_failed),
+        )
+
+    def enqueue_in(
+        self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+    ) -> None:
+        """``enqueue`` once ``seconds`` have passed (RQ's scheduler, which the worker runs)."""
+        self.queue.enqueue_in(
+            timedelta(seconds=seconds),
             job,
             *args,
             job_id=job_id,
@@ -95,6 +112,15 @@ class InProcessDispatcher:
             with self._lock:
                 self._done[job_id] = threading.Event()
         self.pool.submit(self._work, job, args, job_id, timeout, on_failure)
+
+    def enqueue_in(
+        self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+    ) -> None:
+        """``enqueue`` once ``seconds`` have passed (a timer: lost if the process stops)."""
+        options = {"job_id": job_id, "timeout": timeout, "on_failure": on_failure}
+        timer = threading.Timer(seconds, self.enqueue, (job, *args), options)
+        timer.daemon = True
+        timer.start()
 
     def _work(self, job, args, job_id: str, timeout: int, on_failure: Callable) -> None:
         timer = threading.Timer(timeout, self._in_context, (on_failure, (job_id,)))
