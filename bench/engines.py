@@ -841,6 +841,9 @@ def run_case(
         result.status, result.detail = "failed", f"{type(error).__name__}: {error}"
         say(f"  {case.key}: FAILED {result.detail}")
         return result, None
+    for name in ("load_s", "warmup_s"):
+        if getattr(result, name) is not None:
+            setattr(result, name, round(getattr(result, name), 4))
     say(f"  {case.key}: done in {time.perf_counter() - started:.1f} s")
     return result, None
 
