@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 PORT ?= 5000
 
-.PHONY: setup run test lint bench
+.PHONY: setup run test lint bench bench-engines
 
 setup: $(VENV)/.installed
 
@@ -28,3 +28,7 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/api_overhead.py
+
+# Each local engine's speed on a fixed input, and the queued-run overhead (bench/README.md).
+bench-engines: setup
+	$(BIN)/python bench/engines.py
