@@ -82,6 +82,7 @@ def register_api(app) -> None:
     from blueprints.api.tools.routes import blp as tools_blp
     from blueprints.api.video.routes import blp as video_blp
     from blueprints.api.voice.routes import blp as voice_blp
+    from blueprints.api.webhook.routes import blp as webhook_blp
     from blueprints.api.whoami.routes import blp as whoami_blp
 
     app.session_interface = StatelessApiSessions()
@@ -111,7 +112,15 @@ def register_api(app) -> None:
         "BearerKey", {"type": "http", "scheme": "bearer", "description": "The same API key."}
     )
     plan_gated = (images_blp, voice_blp, video_blp, audiobooks_blp)
-    for blp in (whoami_blp, tools_blp, *plan_gated, files_blp, health_blp, openapi_blp):
+    for blp in (
+        whoami_blp,
+        tools_blp,
+        *plan_gated,
+        files_blp,
+        webhook_blp,
+        health_blp,
+        openapi_blp,
+    ):
         api.register_blueprint(blp)
     # Runs of the plan-gated endpoints name these tools (services.runs.find_tool).
     app.extensions["endpoint_tools"] = endpoint_tools()

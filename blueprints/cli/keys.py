@@ -2,7 +2,7 @@ import click
 from flask.cli import AppGroup
 
 from extensions import db
-from services import accounts, keys
+from services import accounts, keys, webhooks
 
 keys_cli = AppGroup("keys", help="Create, revoke and regenerate API keys.")
 
@@ -77,3 +77,41 @@ def set_limits(key_id_or_hint, per_minute, daily):
         f"Key {key.id} ({key.hint}): per minute {key.per_minute_override or 'plan default'}, "
         f"daily {key.daily_override if key.daily_override is not None else 'plan default'}."
     )
+
+
+@keys_cli.command("set-webhook")
+@click.argument("key_id_or_hint")
+@click.option("--url", help="The http(s) URL that receives the key's events.")
+@click.option("--clear", is_flag=True, help="Remove the key's webhook.")
+def set_webhook(key_id_or_hint, url, clear):
+    """Set (or --clear) a key's webhook URL; a new webhook's secret is the last line."""
+    if (url is None) == (not clear):
+        raise click.UsageError("Give either --url URL or --clear.")
+    key = _find(key_id_or_hint)
+    try:
+        secret = webhooks.save(key, None if clear else url)
+    except webhooks.WebhookRefused as refused:
+        raise click.ClickException(refused.message) from None
+    db.session.commit()
+    if clear:
+        click.echo(f"Key {key.id} ({key.hint}) has no webhook now.")
+        return
+    click.echo(f"Key {key.id} ({key.hint}) sends its events to {key.webhook_url}.")
+    if secret is not None:
+        _echo_secret(secret)
+
+
+@keys_cli.command("rotate-webhook-secret")
+@click.argument("key_id_or_hint")
+def rotate_webhook_secret(key_id_or_hint):
+    """Give a key a new webhook secret; it is the last line (shown once)."""
+    key = _find(key_id_or_hint)
+    secret = webhooks.rotate(key)
+    db.session.commit()
+    click.echo(f"Key {key.id} ({key.hint}) signs its webhook deliveries with a new secret.")
+    _echo_secret(secret)
+
+
+def _echo_secret(secret: str) -> None:
+    click.echo("Store the webhook secret now: it is shown once.")
+    click.echo(secret)

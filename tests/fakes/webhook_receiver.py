@@ -5,11 +5,10 @@ request and answers as told.
 the same port, so a sender meets a refused connection in between). ``answer(...)`` scripts
 the next answers, each a ``Reply`` (status, headers, a delay before answering, a body);
 once the script is spent every request gets ``default``. ``requests`` holds what arrived
-(``Received``: path, headers with lower-case names, body), ``by_id()`` what a receiver that
-deduplicates by ``webhook-id`` would have processed.
+(``Received``: path, headers with lower-case names, body, arrival time); ``by_id()`` is what
+a receiver that deduplicates by ``webhook-id`` would have processed.
 """
 
-import socket
 import threading
 import time
 from collections import deque
@@ -30,6 +29,7 @@ class Received:
     path: str
     headers: dict
     body: bytes
+    at: float  # time.monotonic() on arrival
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,7 +38,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {name.lower(): value for name, value in self.headers.items()}
         reply = receiver._next_reply()
-        receiver.requests.append(Received(self.path, headers, body))
+        receiver.requests.append(Received(self.path, headers, body, time.monotonic()))
         time.sleep(reply.delay)
         try:
             self.send_response(reply.status)
@@ -106,10 +106,3 @@ class Receiver:
         for received in self.requests:
             kept.setdefault(received.headers["webhook-id"], received)
         return kept
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (connections are refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
