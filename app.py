@@ -127,10 +127,11 @@ def _sqlite_pragmas(connection, _record) -> None:
 
 
 def register_catalogue(app: Flask) -> None:
-    """Load and validate every tool now: a broken catalogue refuses to start."""
-    from catalogue import load_catalogue
+    """Load and validate every tool and workflow now: a broken catalogue refuses to start."""
+    from catalogue import load_catalogue, load_workflows
 
     app.extensions["catalogue"] = load_catalogue()
+    app.extensions["workflows"] = load_workflows()
 
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")

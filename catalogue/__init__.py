@@ -1,7 +1,10 @@
-"""The catalogue: tools as data (``catalogue/tools/<category>/*.yaml``) and their loader."""
+"""The catalogue: tools as data (``catalogue/tools/<category>/*.yaml``), workflows as data
+(``catalogue/workflows/*.yaml``) and their loaders."""
 
 from catalogue.loader import CatalogueError, load_catalogue
 from catalogue.tool import CATEGORIES, CREDIT_CLASSES, TOOL_PLANS, Catalogue, Tool
+from catalogue.workflow import Step, Workflow, WorkflowCatalogue
+from catalogue.workflow_loader import load_workflows
 
 __all__ = [
     "CATEGORIES",
@@ -9,6 +12,10 @@ __all__ = [
     "TOOL_PLANS",
     "Catalogue",
     "CatalogueError",
+    "Step",
     "Tool",
+    "Workflow",
+    "WorkflowCatalogue",
     "load_catalogue",
+    "load_workflows",
 ]

@@ -7,6 +7,7 @@ from models.plan import PLAN_ORDER, Plan
 from models.run import RUN_STATES, TERMINAL_STATES, Run
 from models.usage import UsageEvent
 from models.webhook import DELIVERY_STATES, WebhookDelivery
+from models.workflow import WorkflowRun
 
 __all__ = [
     "DELIVERY_STATES",
@@ -23,4 +24,5 @@ __all__ = [
     "UsageEvent",
     "User",
     "WebhookDelivery",
+    "WorkflowRun",
 ]

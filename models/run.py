@@ -6,7 +6,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from extensions import db
 from models.base import new_uuid, utcnow
 
-RUN_STATES = ("queued", "running", "succeeded", "failed", "canceled")
+# ``pending``: a workflow step waiting for the steps it depends on (it is then queued).
+RUN_STATES = ("pending", "queued", "running", "succeeded", "failed", "canceled")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "canceled"})
 
 
@@ -21,6 +22,11 @@ class Run(db.Model):
     api_key_id: Mapped[str | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
     tool_slug: Mapped[str | None] = mapped_column(String(100))
     workflow_id: Mapped[str | None] = mapped_column(String(100))
+    # A workflow step: the workflow run it belongs to and the step's id in the workflow.
+    workflow_run_id: Mapped[str | None] = mapped_column(
+        ForeignKey("workflow_runs.id", ondelete="CASCADE"), index=True
+    )
+    step_id: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(10))
     sandbox: Mapped[bool] = mapped_column(default=False)
     input: Mapped[dict] = mapped_column(JSON)

@@ -211,6 +211,12 @@ def fail_unfinished(run_id: str, message: str) -> bool:
     return _conclude(run, None, "failed", error=_error("internal", message, None))
 
 
+def fail(run: Run, kind: str, message: str) -> bool:
+    """Fail a run that has not ended (``kind``: input, provider or internal), releasing its
+    quota; False if it had ended. A workflow fails a step whose inputs turn out invalid."""
+    return _conclude(run, None, "failed", error=_error(kind, message, None))
+
+
 def cancel(run: Run) -> bool:
     """Cancel a queued or running run; False when it had already ended."""
     return _conclude(run, None, "canceled")

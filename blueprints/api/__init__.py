@@ -3,19 +3,32 @@
 import http
 import logging
 
+import redis
+import sqlalchemy.exc
 from flask import current_app, g, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_smorest import Api
-from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.exceptions import HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.routing import BaseConverter
 
 from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, settle_limit, too_large
 from blueprints.api.problems import Problem, from_http_exception, problem_response
 from blueprints.api.schemas import ProblemSchema
+from extensions import db
 
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/v1"
+
+# A backing service unreachable: Redis (limits, quota, queue, idempotency) or the database
+# (refused, dropped or saturated connections). The request is answered 503, never 500.
+OUTAGES = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.TimeoutError,
+)
+OUTAGE_RETRY_AFTER = 5
 
 
 class PlatformApi(Api):
@@ -84,6 +97,7 @@ def register_api(app) -> None:
     from blueprints.api.voice.routes import blp as voice_blp
     from blueprints.api.webhook.routes import blp as webhook_blp
     from blueprints.api.whoami.routes import blp as whoami_blp
+    from blueprints.api.workflows.routes import blp as workflows_blp
 
     app.session_interface = StatelessApiSessions()
 
@@ -115,6 +129,7 @@ def register_api(app) -> None:
     for blp in (
         whoami_blp,
         tools_blp,
+        workflows_blp,
         *plan_gated,
         files_blp,
         webhook_blp,
@@ -127,6 +142,8 @@ def register_api(app) -> None:
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Exception, _handle_unexpected)
+    for outage in OUTAGES:
+        app.register_error_handler(outage, _handle_outage)
     app.before_request(_refuse_large_bodies)
     app.after_request(_api_headers)
 
@@ -148,6 +165,36 @@ def _handle_unexpected(error: Exception):
     return problem_response(_limit_first(from_http_exception(InternalServerError())))
 
 
+def _handle_outage(error: Exception):
+    """Redis or the database is unreachable: 503 ``service_unavailable`` with Retry-After.
+    Nothing more is asked of Redis in this request (no deferred limit, no limit headers),
+    and the connection pools reconnect by themselves once the service is back."""
+    log.warning(
+        "%s %s: a backing service is unreachable: %s: %s",
+        request.method,
+        request.path,
+        type(error).__name__,
+        (str(error).splitlines() or [""])[0],
+    )
+    g.limit_pending = False
+    g.minute_window = None
+    try:
+        db.session.rollback()
+    except Exception:  # the connection may be the thing that is gone
+        log.debug("rollback after an outage failed", exc_info=True)
+    if not is_api_request():
+        return ServiceUnavailable(retry_after=OUTAGE_RETRY_AFTER)
+    return problem_response(
+        Problem(
+            503,
+            "service_unavailable",
+            "The service cannot reach its data store for a moment, so this request was not "
+            f"carried out and nothing was charged. Retry in {OUTAGE_RETRY_AFTER} s.",
+            headers={"Retry-After": OUTAGE_RETRY_AFTER},
+        )
+    )
+
+
 def _limit_first(problem: Problem) -> Problem:
     """A refusal found while the per-minute hit was still deferred (the run endpoints):
     the hit is spent now, and a caller over its limit gets that 429 instead, since the
@@ -156,13 +203,22 @@ def _limit_first(problem: Problem) -> Problem:
         settle_limit()
     except Problem as limited:
         return limited
-    except Exception:  # the refusal stands even if the limit cannot be reached
+    except OUTAGES as error:  # the refusal stands even if the limit cannot be reached
+        g.limit_pending = False
+        log.warning("could not spend the deferred per-minute hit: %s", error)
+    except Exception:
         log.exception("could not spend the deferred per-minute hit")
     return problem
 
 
 _FILE_ENDPOINTS = frozenset(
-    {"tools.RunBySlug", "tools.RunDispatch", "video.VideoGenerate", "audiobooks.Audiobooks"}
+    {
+        "tools.RunBySlug",
+        "tools.RunDispatch",
+        "video.VideoGenerate",
+        "audiobooks.Audiobooks",
+        "workflows.WorkflowRunStart",
+    }
 )
 
 
@@ -185,9 +241,13 @@ def _refuse_large_bodies():
 def _api_headers(response):
     if not is_api_request():
         return response
-    if g.get("limit_pending"):  # every request spends its hit, even one that never ran
-        try:
-            settle_limit()
-        except Problem as limited:
-            response = problem_response(limited)
-    return rate_limit_headers(response)
+    try:
+        if g.get("limit_pending"):  # every request spends its hit, even one that never ran
+            try:
+                settle_limit()
+            except Problem as limited:
+                response = problem_response(limited)
+        return rate_limit_headers(response)
+    except OUTAGES as error:  # Redis went away after the answer was made: keep the answer
+        log.warning("no limit headers on %s: %s", request.path, error)
+        return response

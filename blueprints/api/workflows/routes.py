@@ -1,0 +1,239 @@
+from flask import current_app, g, jsonify, request, url_for
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from blueprints.api.docs import API_KEY_SECURITY, IDEMPOTENCY_KEY_HEADER, PUBLIC, problem_responses
+from blueprints.api.pipeline import (
+    admit_run,
+    authenticate,
+    read_body,
+    require_api_access,
+    require_plan,
+    respond_idempotently,
+    too_large,
+    validation_failed,
+)
+from blueprints.api.problems import Problem
+from blueprints.api.tools.routes import _note_usage, _quota_problem
+from blueprints.api.workflows.schemas import (
+    WorkflowListSchema,
+    WorkflowRunAcceptedSchema,
+    WorkflowRunRecordSchema,
+    WorkflowRunRequestSchema,
+    WorkflowSchema,
+)
+from catalogue import Workflow
+from extensions import db
+from jobs.workflows import enqueue_step
+from models import WorkflowRun
+from services import clock, workflows
+from services.binary import BinaryInputError
+from services.runs import QuotaExceeded
+from services.workflows import InputRefused
+
+blp = Blueprint(
+    "workflows",
+    __name__,
+    url_prefix="/v1",
+    description="Run multi-step workflows of tools; browse them.",
+)
+
+_FIELDS = {"workflow_id", "input"}
+_ACCEPTED = {
+    "description": "The run has started: poll `Location` (or wait for its "
+    "`workflow.completed` / `workflow.failed` webhook).",
+    "headers": {"Location": {"schema": {"type": "string"}, "description": "Status URL."}},
+    "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/WorkflowRunAccepted"}}
+    },
+}
+
+
+def find_workflow(workflow_id: str) -> Workflow:
+    workflow = workflows.find_workflow(workflow_id)
+    if workflow is None:
+        raise Problem(
+            404, "workflow_not_found", f"There is no workflow with the id {workflow_id!r}."
+        )
+    return workflow
+
+
+def own_workflow_run(run_id) -> WorkflowRun:
+    """The calling account's workflow run, or 404 (never 403: existence is not revealed)."""
+    run = db.session.get(WorkflowRun, str(run_id))
+    if run is None or run.account_id != g.key.account_id:
+        raise Problem(404, "run_not_found", f"There is no workflow run {run_id} for this account.")
+    return run
+
+
+def start_run():
+    """Start a run for the authenticated key: 202 with its status URL."""
+    body, uploads = read_body(max_bytes=current_app.config["MAX_CONTENT_LENGTH"])
+    if uploads:
+        raise validation_failed({name: ["This endpoint takes no files."] for name in uploads})
+    workflow_id = body.get("workflow_id")
+    if not isinstance(workflow_id, str):
+        message = "Missing required field." if workflow_id is None else "Must be a string."
+        raise validation_failed({"workflow_id": [message]})
+    workflow = find_workflow(workflow_id)
+    require_plan(workflow.required_plan)
+    if (
+        not workflow.binary_input
+        and (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"]
+    ):
+        raise too_large()
+    errors = {name: ["Unknown field."] for name in body if name not in _FIELDS}
+    if "input" not in body:
+        errors["input"] = ["Missing required field."]
+    else:
+        errors |= workflow.validate(body["input"])
+    if errors:
+        raise validation_failed(errors)
+    try:
+        value = workflows.store_input(workflow, body["input"], g.key.account_id)
+        run, reservation = workflows.start(g.key, workflow, value, admit=admit_run)
+    except BinaryInputError as refused:
+        if refused.status == 413:
+            raise Problem(413, "payload_too_large", refused.message) from None
+        raise validation_failed({"input": [refused.message]}) from None
+    except InputRefused as refused:
+        raise validation_failed(refused.errors) from None
+    except QuotaExceeded as refused:
+        raise _quota_problem(refused.reservation) from None
+    _note_usage(reservation)
+    accepted = {
+        "run_id": run.id,
+        "workflow_id": run.workflow_id,
+        "status": run.status,
+        "status_url": url_for("workflows.WorkflowRunStatus", run_id=run.id, _external=True),
+        "created_at": clock.as_utc(run.created_at),
+    }
+    queued = workflows.queued_steps(run)
+    db.session.commit()
+    for step_run_id in queued:
+        enqueue_step(step_run_id)
+    response = jsonify(WorkflowRunAcceptedSchema().dump(accepted))
+    response.status_code = 202
+    response.headers["Location"] = url_for("workflows.WorkflowRunStatus", run_id=run.id)
+    return response
+
+
+def run_record(run: WorkflowRun) -> dict:
+    """Everything about a workflow run and its steps, finished or not."""
+    workflow = workflows.find_workflow(run.workflow_id)
+    steps = {step.step_id: step for step in workflows.step_runs(run.id)}
+    depends = {s.id: list(s.depends_on) for s in workflow.steps} if workflow else {}
+    order = list(depends) if set(depends) == set(steps) else sorted(steps)
+    records = [
+        {
+            "id": step_id,
+            "tool": steps[step_id].tool_slug,
+            "status": steps[step_id].status,
+            "depends_on": depends.get(step_id, []),
+            "run_id": steps[step_id].id,
+            "output": steps[step_id].output,
+            "error": steps[step_id].error,
+            "credits": steps[step_id].credits,
+            "started_at": clock.as_utc(steps[step_id].started_at),
+            "finished_at": clock.as_utc(steps[step_id].finished_at),
+            "duration_ms": steps[step_id].duration_ms,
+        }
+        for step_id in order
+    ]
+    return {
+        "run_id": run.id,
+        "workflow_id": run.workflow_id,
+        "status": run.status,
+        "progress": {
+            "completed_steps": sum(step.status == "succeeded" for step in steps.values()),
+            "total_steps": len(steps),
+        },
+        "steps": records,
+        "output": run.output,
+        "error": run.error,
+        "credits": sum(step.credits for step in steps.values()),
+        "sandbox": run.sandbox,
+        "created_at": clock.as_utc(run.created_at),
+        "started_at": clock.as_utc(run.started_at),
+        "finished_at": clock.as_utc(run.finished_at),
+        "duration_ms": run.duration_ms,
+        "status_url": url_for("workflows.WorkflowRunStatus", run_id=run.id, _external=True),
+    }
+
+
+@blp.route("/workflows")
+class Workflows(MethodView):
+    @blp.response(200, WorkflowListSchema)
+    @blp.doc(security=PUBLIC)
+    def get(self):
+        """List the workflows: their steps, input and output schemas, plan and credits."""
+        found = [workflow.to_public() for workflow in current_app.extensions["workflows"]]
+        return {"workflows": found, "count": len(found)}
+
+
+@blp.route("/workflows/<slug:workflow_id>")
+class WorkflowById(MethodView):
+    @blp.response(200, WorkflowSchema)
+    @blp.doc(security=PUBLIC, responses=problem_responses(404))
+    def get(self, workflow_id):
+        """One workflow: its steps, input and output schemas, plan and credits."""
+        return find_workflow(workflow_id).to_public()
+
+
+@blp.route("/workflows/run")
+class WorkflowRunStart(MethodView):
+    @blp.alt_response(202, schema=WorkflowRunAcceptedSchema, success=True)
+    @blp.doc(
+        security=API_KEY_SECURITY,
+        parameters=[IDEMPOTENCY_KEY_HEADER],
+        requestBody={
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": WorkflowRunRequestSchema,
+                    "example": {
+                        "workflow_id": "content-creator",
+                        "input": "How to start composting in a small apartment",
+                    },
+                }
+            },
+        },
+        responses={
+            "202": _ACCEPTED,
+            **problem_responses(400, 401, 402, 403, 404, 409, 413, 415, 422, 429, 503),
+        },
+    )
+    def post(self):
+        """Start a workflow run (202 with its `run_id`; 403 for Free/Starter keys)."""
+        authenticate(defer_limit=True)
+        require_api_access()
+        return respond_idempotently(start_run)
+
+
+@blp.route("/workflows/run/<uuid:run_id>/status")
+class WorkflowRunStatus(MethodView):
+    @blp.response(200, WorkflowRunRecordSchema)
+    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 429))
+    def get(self, run_id):
+        """A workflow run's status, progress, steps, and its output or error once it has ended."""
+        authenticate()
+        return run_record(own_workflow_run(run_id))
+
+
+@blp.route("/workflows/run/<uuid:run_id>/cancel")
+class WorkflowRunCancel(MethodView):
+    @blp.response(200, WorkflowRunRecordSchema)
+    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 409, 429))
+    def post(self, run_id):
+        """Cancel a workflow run: no further step starts; unfinished steps' quota is released."""
+        authenticate()
+        run = own_workflow_run(run_id)
+        if not workflows.cancel(run):
+            db.session.rollback()
+            raise Problem(
+                409,
+                "run_not_cancelable",
+                f"The run has already ended ({run.status}); it cannot be canceled.",
+            )
+        db.session.commit()
+        return run_record(run)

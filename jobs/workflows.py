@@ -1,0 +1,68 @@
+"""RQ jobs of workflow runs (queue: default): one job per step.
+
+A step's job runs it as a queued tool run, then advances its workflow run: the steps it
+unblocked are queued, or the run ends and its event goes out through ``jobs.webhooks.emit``.
+``advance_workflow`` is safe to call at any time (a sweep may call it for runs left running
+by a worker that died between a step's end and the advance).
+"""
+
+import logging
+
+from extensions import db
+from jobs.webhooks import emit
+from models import Run
+from services import runs, workflows
+from services.queue import dispatcher
+from services.workflows import Progress
+
+log = logging.getLogger(__name__)
+
+# A step still going after this long is failed, and with it the workflow run.
+STEP_TIMEOUT = 600
+
+
+def run_step_job(run_id: str) -> None:
+    """Run one workflow step, then start the steps it unblocked or end the workflow."""
+    workflow_run_id = workflows.begin_step(run_id)
+    db.session.commit()
+    if workflow_run_id is None:
+        return
+    run = runs.execute(run_id)
+    db.session.commit()
+    if run is not None:
+        log.info("step %s (%s) of workflow run %s ended %s", run.step_id, run.tool_slug,
+                 workflow_run_id, run.status)  # fmt: skip
+    advance_workflow(workflow_run_id)
+
+
+def fail_abandoned_step(run_id: str) -> None:
+    """The step's job died or ran out of time: fail the step (quota released), and so the run."""
+    failed = runs.fail_unfinished(run_id, "The step did not finish in time; nothing was charged.")
+    db.session.commit()
+    step = db.session.get(Run, run_id)
+    if step is not None and step.workflow_run_id is not None:
+        if failed:
+            log.warning("step %s of workflow run %s failed: its job died or timed out",
+                        run_id, step.workflow_run_id)  # fmt: skip
+        advance_workflow(step.workflow_run_id)
+
+
+def advance_workflow(workflow_run_id: str) -> None:
+    """Queue the steps whose inputs are ready, or end the run and announce it."""
+    dispatch(workflows.advance(workflow_run_id))
+
+
+def dispatch(progress: Progress) -> None:
+    """Commit what ``progress`` came from, then enqueue its steps and emit its event."""
+    db.session.commit()
+    for run_id in progress.queued:
+        enqueue_step(run_id)
+    if progress.event is not None and progress.key_id is not None:
+        emit(progress.key_id, progress.event, f"evt_{progress.workflow_run_id}")
+        log.info("workflow run %s: %s", progress.workflow_run_id, progress.event["event"])
+
+
+def enqueue_step(run_id: str) -> None:
+    dispatcher().enqueue(
+        run_step_job, run_id, job_id=run_id, timeout=STEP_TIMEOUT, on_failure=fail_abandoned_step
+    )
