@@ -2,10 +2,10 @@
 
 ``emit`` records the delivery and queues its first attempt; a failed attempt queues the
 next one after the retry delay (RQ's scheduler, or a timer in the embedded default).
-``deliver_due`` queues every pending attempt that is due and not in flight: it catches
-attempts whose scheduled job was lost (a process restarted, Redis flushed) and is meant to
-run periodically. The rules (schedule, leases, what counts as success) live in
-``services.webhooks``.
+``deliver_due`` queues every pending attempt that is overdue and not in flight: it catches
+attempts whose scheduled job was lost (a process restarted, Redis flushed); the periodic
+maintenance runs it (services/sweeper.py). The rules (schedule, leases, what counts as
+success) live in ``services.webhooks``.
 """
 
 import logging
@@ -52,7 +52,7 @@ def deliver(delivery_id: str) -> None:
 
 
 def deliver_due() -> int:
-    """Queue every due attempt that is not in flight; returns how many."""
+    """Queue every overdue attempt that is not in flight; returns how many."""
     due = webhooks.due_ids()
     for delivery_id in due:
         schedule(delivery_id)

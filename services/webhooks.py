@@ -49,6 +49,8 @@ JITTER = 0.10
 MAX_RETRY_AFTER = 10 * 3600
 # How long an attempt may be in flight before another may start (beyond any job timeout).
 LEASE_SECONDS = 60
+# An attempt this late has lost its job (a process restarted, Redis flushed): ``due_ids``.
+OVERDUE_SECONDS = 30
 MAX_URL_LENGTH = 2048
 # 80, 443 and unprivileged ports; never SSH, SMTP and other well-known services.
 _STANDARD_PORTS = frozenset({80, 443})
@@ -313,14 +315,15 @@ def parse_retry_after(value: str | None) -> int | None:
 
 
 def due_ids(limit: int = 500) -> list[str]:
-    """Pending deliveries whose attempt is due and not in flight (missed schedules)."""
+    """Pending deliveries whose attempt is overdue (by more than ``OVERDUE_SECONDS``: its
+    job was lost) and not in flight."""
     now = clock.now()
     return list(
         db.session.scalars(
             select(WebhookDelivery.id)
             .where(
                 WebhookDelivery.status == "pending",
-                WebhookDelivery.next_attempt_at <= now,
+                WebhookDelivery.next_attempt_at <= now - timedelta(seconds=OVERDUE_SECONDS),
                 or_(WebhookDelivery.claimed_until.is_(None), WebhookDelivery.claimed_until < now),
             )
             .order_by(WebhookDelivery.next_attempt_at)
