@@ -659,40 +659,58 @@ class QueuedRun:
     to_finish_s: float  # created_at -> finished_at
 
 
-def submit_and_wait(client: Any, raw_key: str, worker: Worker | None) -> QueuedRun:
-    """Submit one queued run with ``Prefer: respond-async`` and wait until it ends."""
-    from sqlalchemy import select
+class Submitter:
+    """Submits trivial queued runs to ``app`` (in this process) and waits for each to end."""
 
-    from extensions import db
-    from models import TERMINAL_STATES, Run
-    from services.clock import as_utc
+    def __init__(self, app: Any, raw_key: str, worker: Worker | None):
+        from flask import got_request_exception
 
-    headers = {"X-SVC-API-Key": raw_key, "Prefer": "respond-async"}
-    body = {"slug": QUEUE_TOOL, "input": "One queued run, two queued runs."}
-    answer_s, response = timed(lambda: client.post("/v1/tools/run", json=body, headers=headers))
-    if response.status_code != 202:
-        raise CaseFailed(f"submit answered {response.status_code}: {response.get_data(True)}")
-    run_id = response.get_json()["run_id"]
-    query = select(Run.status, Run.created_at, Run.started_at, Run.finished_at, Run.error)
-    deadline = time.monotonic() + 60
-    while True:
-        row = db.session.execute(query.where(Run.id == run_id)).one()
-        db.session.rollback()  # the next read starts a new transaction and sees the worker's
-        if row.status in TERMINAL_STATES:
-            break
-        if worker is not None:
-            worker.check_alive()
-        if time.monotonic() > deadline:
-            raise CaseFailed(f"run {run_id} is still {row.status} after 60 s")
-        time.sleep(POLL_S)
-    if row.status != "succeeded":
-        raise CaseFailed(f"run {run_id} ended {row.status}: {row.error}")
-    created = as_utc(row.created_at)
-    return QueuedRun(
-        answer_s,
-        (as_utc(row.started_at) - created).total_seconds(),
-        (as_utc(row.finished_at) - created).total_seconds(),
-    )
+        self.client = app.test_client()
+        self.headers = {"X-SVC-API-Key": raw_key, "Prefer": "respond-async"}
+        self.worker = worker
+        # The app's own error log is silenced once the migrations configured logging.
+        self.errors: list[BaseException] = []
+        got_request_exception.connect(self._note_error, app)
+
+    def _note_error(self, sender: Any, exception: BaseException, **extra: Any) -> None:
+        self.errors.append(exception)
+
+    def run(self) -> QueuedRun:
+        """Submit one run with ``Prefer: respond-async`` and wait until it ends."""
+        from sqlalchemy import select
+
+        from extensions import db
+        from models import TERMINAL_STATES, Run
+        from services.clock import as_utc
+
+        body = {"slug": QUEUE_TOOL, "input": "One queued run, two queued runs."}
+        answer_s, response = timed(
+            lambda: self.client.post("/v1/tools/run", json=body, headers=self.headers)
+        )
+        if response.status_code != 202:
+            cause = f" ({self.errors[-1]!r})" if self.errors else ""
+            raise CaseFailed(f"submit answered {response.status_code}{cause}: {response.text}")
+        run_id = response.get_json()["run_id"]
+        query = select(Run.status, Run.created_at, Run.started_at, Run.finished_at, Run.error)
+        deadline = time.monotonic() + 60
+        while True:
+            row = db.session.execute(query.where(Run.id == run_id)).one()
+            db.session.rollback()  # the next read is a new transaction: it sees the worker's
+            if row.status in TERMINAL_STATES:
+                break
+            if self.worker is not None:
+                self.worker.check_alive()
+            if time.monotonic() > deadline:
+                raise CaseFailed(f"run {run_id} is still {row.status} after 60 s")
+            time.sleep(POLL_S)
+        if row.status != "succeeded":
+            raise CaseFailed(f"run {run_id} ended {row.status}: {row.error}")
+        created = as_utc(row.created_at)
+        return QueuedRun(
+            answer_s,
+            (as_utc(row.started_at) - created).total_seconds(),
+            (as_utc(row.finished_at) - created).total_seconds(),
+        )
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -760,13 +778,13 @@ def run_queue(env: dict[str, str], worker: Worker | None, count: int) -> list[Qu
             raw_key = set_up_key(app)
             if worker is not None:
                 worker.start()
-            client = app.test_client()
+            submitter = Submitter(app, raw_key, worker)
             for _ in range(QUEUE_WARMUP_RUNS):  # the worker's first job loads the catalogue
-                submit_and_wait(client, raw_key, worker)
+                submitter.run()
             runs = []
             for _ in range(count):
                 time.sleep(IDLE_PAUSE_S)
-                runs.append(submit_and_wait(client, raw_key, worker))
+                runs.append(submitter.run())
             return runs
         finally:
             db.session.remove()
@@ -887,7 +905,6 @@ def write_json(path: Path, args: argparse.Namespace, results: list[Result], busy
         "queue_runs": args.queue_runs,
         "results": {result.case: asdict(result) for result in results},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     return report
 
@@ -943,6 +960,7 @@ def main(argv: list[str] | None = None) -> int:
     import logging
 
     args = parse_args(argv)
+    args.output.parent.mkdir(parents=True, exist_ok=True)  # also where the worker logs
     logging.basicConfig(level=logging.WARNING)  # the app's INFO lines would drown the table
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
