@@ -522,3 +522,12 @@ def test_the_secret_is_new_when_a_webhook_is_created_and_only_then(app, private_
     rotated = webhooks.save(key, receiver.url, rotate_secret=True)
     assert rotated not in (None, recreated) and key.webhook_secret == rotated
     assert rotated not in json.dumps(webhooks.describe(key), default=str)
+
+
+def test_redeliver_waits_for_an_attempt_in_flight(app, private_ok, receiver, scheduled):
+    key = _key(receiver.url)
+    delivery = _emit(key)
+    assert webhooks.claim(delivery.id) is not None
+    with pytest.raises(WebhookRefused) as refused:
+        webhooks.redeliver(_reload(delivery), key)
+    assert refused.value.status == 409 and refused.value.code == "delivery_in_progress"
