@@ -313,9 +313,11 @@ def _check_fit(where: str, source_name: str, source: dict, target: dict, value: 
         if not _is_file(source):
             return [f"{where}: the field takes a file and {source_name} is not one."]
         accepted = target.get("x-accept") or [target["contentMediaType"]]
-        media = source["contentMediaType"]
-        if not any(fnmatch(media, a) or fnmatch(a, media) for a in accepted):
-            return [f"{where}: {source_name} is {media}; the field takes {', '.join(accepted)}."]
+        # The workflow input may accept several types: each must suit the field.
+        offered = source.get("x-accept") or [source["contentMediaType"]]
+        unfit = [m for m in offered if not any(fnmatch(m, a) or fnmatch(a, m) for a in accepted)]
+        if unfit:
+            return [f"{where}: {source_name} is {unfit[0]}; the field takes {', '.join(accepted)}."]
         return []
     if _is_file(source):
         return [f"{where}: {source_name} is a file; point at its url field for text."]
