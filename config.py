@@ -24,6 +24,31 @@ def _bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _storage_settings() -> dict:
+    """The file storage settings that are set, as text: ``services.storage.init_app`` checks
+    them (and refuses to start with a message naming the setting)."""
+    names = (
+        "STORAGE_BACKEND",
+        "S3_BUCKET",
+        "S3_ENDPOINT_URL",
+        "S3_REGION",
+        "S3_ACCESS_KEY_ID",
+        "S3_SECRET_ACCESS_KEY",
+        "S3_PREFIX",
+        "S3_CONNECT_TIMEOUT",
+        "S3_READ_TIMEOUT",
+        "S3_MAX_ATTEMPTS",
+    )
+    settings = {
+        name: os.environ[name].strip() for name in names if os.environ.get(name, "").strip()
+    }
+    # The region boto3 itself would read, unless S3_REGION says otherwise.
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if "S3_REGION" not in settings and os.environ.get(name, "").strip():
+            settings["S3_REGION"] = os.environ[name].strip()
+    return settings
+
+
 class Config:
     """Defaults for every environment; ``from_env`` overlays the environment."""
 
@@ -46,6 +71,21 @@ class Config:
     # Outbound fetches of user-given URLs may reach private addresses (development only).
     FETCH_ALLOW_PRIVATE = False
     PUBLIC_BASE_URL: str | None = None
+    # Generated files (services/storage.py): "database" (the default) or "s3"; setting
+    # S3_BUCKET alone selects "s3". Without S3 keys, boto3's own chain is used (AWS_* variables,
+    # a profile, an instance role). S3_ENDPOINT_URL points at MinIO, R2, Wasabi and the like.
+    STORAGE_BACKEND: str | None = None
+    S3_BUCKET: str | None = None
+    S3_ENDPOINT_URL: str | None = None
+    S3_REGION: str | None = None
+    S3_ACCESS_KEY_ID: str | None = None
+    S3_SECRET_ACCESS_KEY: str | None = None
+    S3_PREFIX = ""
+    # Bounded: a slow or unreachable bucket answers 503 within about
+    # S3_MAX_ATTEMPTS x (connect or read timeout) plus backoff.
+    S3_CONNECT_TIMEOUT = 3.0
+    S3_READ_TIMEOUT = 15.0
+    S3_MAX_ATTEMPTS = 3
     # Request bodies: text requests and requests carrying files (DESIGN.md section 5).
     MAX_TEXT_BODY = 1024 * 1024
     MAX_CONTENT_LENGTH = 25 * 1024 * 1024
@@ -90,6 +130,7 @@ class Config:
                 if os.environ.get(name)
             },
             "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
+            **_storage_settings(),
             "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
         }
         return settings

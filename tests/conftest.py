@@ -19,6 +19,9 @@ from app import create_app
 from extensions import db
 from services import accounts, clock, keys
 
+# The fake S3 bucket and the app storing files there (``s3``, ``s3_app``).
+pytest_plugins = ("tests.fakes.s3_server",)
+
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}

@@ -1,4 +1,5 @@
-"""Stored files: the database backend on PostgreSQL and SQLite, ids, URLs."""
+"""Stored files through one interface: the database backend on PostgreSQL and SQLite and the
+S3 backend (a fake bucket), ids, URLs. What only the bucket does: test_storage_s3.py."""
 
 import hashlib
 import itertools
@@ -18,9 +19,15 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 _emails = itertools.count(1)
 
 
-@pytest.fixture(params=["app", "embedded_app"], ids=["postgresql", "sqlite"])
+@pytest.fixture(params=["app", "embedded_app", "s3_app"], ids=["postgresql", "sqlite", "s3"])
 def any_app(request):
-    """The same tests on the production database and on the embedded default."""
+    """The same tests on the production database, the embedded default and a bucket."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(params=["app", "s3_app"], ids=["database", "s3"])
+def backend_app(request):
+    """The same tests on each backend."""
     return request.getfixturevalue(request.param)
 
 
@@ -58,7 +65,7 @@ def test_ids_are_long_random_url_safe_tokens(app):
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", file_id) for file_id in ids)
 
 
-def test_put_flushes_but_leaves_the_commit_to_the_caller(app):
+def test_put_flushes_but_leaves_the_commit_to_the_caller(backend_app):
     account_id = new_account_id()
     stored = storage.put(Blob(b"draft", "text/plain"), account_id=account_id)
     assert storage.find(stored.id) is stored
@@ -74,7 +81,7 @@ def test_put_keeps_only_the_base_name_and_a_lower_case_type(app):
     assert (untyped.content_type, untyped.filename) == ("application/octet-stream", None)
 
 
-def test_find_does_not_load_the_bytes(app):
+def test_find_does_not_load_the_bytes(backend_app):
     account_id = new_account_id()
     file_id = storage.put(Blob(PNG, "image/png"), account_id=account_id).id
     db.session.commit()
@@ -84,8 +91,37 @@ def test_find_does_not_load_the_bytes(app):
     assert storage.read(found) == PNG
 
 
+def test_stream_gives_the_asked_bytes_in_chunks(backend_app):
+    account_id = new_account_id()
+    stored = storage.put(Blob(PNG, "image/png"), account_id=account_id)
+    db.session.commit()
+    assert b"".join(storage.stream(stored)) == PNG
+    assert b"".join(storage.stream(stored, 100, 4000)) == PNG[100:4000]
+    assert b"".join(storage.stream(stored, 5, 5)) == b""
+
+
+def test_an_empty_file_is_stored_and_read_back(backend_app):
+    stored = storage.put(Blob(b"", "text/plain"), account_id=new_account_id())
+    db.session.commit()
+    assert (stored.size, storage.read(stored)) == (0, b"")
+
+
+def test_delete_removes_the_file(backend_app):
+    account_id = new_account_id()
+    file_id = storage.put(Blob(PNG, "image/png"), account_id=account_id).id
+    kept = storage.put(Blob(b"other", "text/plain"), account_id=account_id).id
+    db.session.commit()
+    storage.delete(storage.find(file_id))
+    db.session.commit()
+    db.session.remove()
+    assert storage.find(file_id) is None
+    with pytest.raises(storage.FileNotFound):
+        storage.get(file_id)
+    assert storage.get(kept)[1] == b"other"
+
+
 @pytest.mark.parametrize("file_id", ["nope", "x" * 32, "a/b" * 11, "", "é" * 30, "z" * 65])
-def test_unknown_or_malformed_ids_are_not_found(app, file_id):
+def test_unknown_or_malformed_ids_are_not_found(backend_app, file_id):
     assert storage.find(file_id) is None
     with pytest.raises(storage.FileNotFound):
         storage.get(file_id)
