@@ -1,0 +1,74 @@
+"""A workflow on real RQ worker processes, PostgreSQL and Redis (the production shape)."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, _deployment_env, auth, needs_pg, needs_redis
+from tests.fakes import FakeOpenAI
+
+REVIEWS = "Love the app, but calendar sync fails every few days.\nSupport was quick and kind."
+
+
+@pytest.fixture
+def provider(monkeypatch):
+    """The fake model provider, named in the environment the worker processes inherit."""
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("AI_BASE_URL", fake.base_url)
+        yield fake
+
+
+@pytest.fixture
+def second_worker(provider, rq_worker):
+    """One more worker process: steps of one run spread over several workers."""
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name("flask")), "--app", "app", "worker"],
+        cwd=ROOT,
+        env=_deployment_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    yield process
+    process.terminate()
+    process.wait(timeout=20)
+
+
+@needs_pg
+@needs_redis
+def test_a_workflow_runs_to_its_end_on_rq_workers(provider, client, make_key, second_worker):
+    raw = make_key("pro")
+    response = client.post(
+        "/v1/workflows/run",
+        headers=auth(raw),
+        json={"workflow_id": "review-insights", "input": REVIEWS},
+    )
+    assert response.status_code == 202
+    location = response.headers["Location"]
+    deadline = time.monotonic() + 120  # worker processes start slowly on a busy machine
+    while (record := client.get(location, headers=auth(raw)).get_json())["status"] not in {
+        "succeeded",
+        "failed",
+        "canceled",
+    }:
+        assert time.monotonic() < deadline, record
+        time.sleep(0.5)
+    assert record["status"] == "succeeded", record["error"]
+    steps = {step["id"]: step for step in record["steps"]}
+    assert {step["status"] for step in steps.values()} == {"succeeded"}
+    assert steps["summary"]["started_at"] >= max(
+        steps["sentiment"]["finished_at"], steps["themes"]["finished_at"]
+    )
+    assert steps["summary"]["output"]["text"].startswith("Deterministic answer")
+    assert set(record["output"]) == {
+        "sentiment",
+        "sentiment_score",
+        "themes",
+        "recommendations",
+        "executive_summary",
+    }
+    assert len(provider.calls("/v1/chat/completions")) == 2
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 3
