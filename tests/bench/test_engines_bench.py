@@ -128,3 +128,17 @@ def test_table_mode_prints_figures_and_skips(tmp_path):
     assert any(line.startswith("keywords") and "words" in line for line in lines)
     assert any(line.strip().startswith("time per document") for line in lines)
     assert any(line.startswith("llm") and "not installed" in line for line in lines)
+
+
+def test_a_setup_failure_exits_2_after_the_other_cases(tmp_path):
+    output = tmp_path / "e.json"
+    done = run_bench(
+        "--only", "queue-rq,keywords", "--repeat", "1", "--json-only", "--output", str(output),
+        "--database-url", "postgresql://postgres@127.0.0.1:1/nowhere",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "SETUP FAILED (queue-rq)" in done.stderr and "127.0.0.1:1" in done.stderr
+    results = json.loads(output.read_text())["results"]
+    assert results["queue-rq"]["status"] == "failed"
+    assert results["queue-rq"]["detail"].startswith("setup failed: PostgreSQL")
+    assert results["keywords"]["status"] == "ok"
