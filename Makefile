@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 PORT ?= 5000
 
-.PHONY: setup run test lint bench bench-engines
+.PHONY: setup run test lint bench bench-engines bench-workflows
 
 setup: $(VENV)/.installed
 
@@ -32,3 +32,7 @@ bench: setup
 # Each local engine's speed on a fixed input, and the queued-run overhead (bench/README.md).
 bench-engines: setup
 	$(BIN)/python bench/engines.py
+
+# The workflow engine per step beyond its tools, and webhook latency (bench/README.md).
+bench-workflows: setup
+	$(BIN)/python bench/workflows.py

@@ -21,12 +21,9 @@ log = logging.getLogger(__name__)
 STEP_TIMEOUT = 600
 
 
-def run_step_job(run_id: str) -> None:
+def run_step_job(run_id: str, workflow_run_id: str) -> None:
     """Run one workflow step, then start the steps it unblocked or end the workflow."""
-    workflow_run_id = workflows.begin_step(run_id)
-    db.session.commit()
-    if workflow_run_id is None:
-        return
+    workflows.begin_step(workflow_run_id)  # committed with the step's claim
     run = runs.execute(run_id)
     db.session.commit()
     if run is not None:
@@ -56,13 +53,18 @@ def dispatch(progress: Progress) -> None:
     """Commit what ``progress`` came from, then enqueue its steps and emit its event."""
     db.session.commit()
     for run_id in progress.queued:
-        enqueue_step(run_id)
+        enqueue_step(run_id, progress.workflow_run_id)
     if progress.event is not None and progress.key_id is not None:
         emit(progress.key_id, progress.event, f"evt_{progress.workflow_run_id}")
         log.info("workflow run %s: %s", progress.workflow_run_id, progress.event["event"])
 
 
-def enqueue_step(run_id: str) -> None:
+def enqueue_step(run_id: str, workflow_run_id: str) -> None:
     dispatcher().enqueue(
-        run_step_job, run_id, job_id=run_id, timeout=STEP_TIMEOUT, on_failure=fail_abandoned_step
+        run_step_job,
+        run_id,
+        workflow_run_id,
+        job_id=run_id,
+        timeout=STEP_TIMEOUT,
+        on_failure=fail_abandoned_step,
     )

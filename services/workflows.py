@@ -180,18 +180,14 @@ def step_runs(workflow_run_id: str) -> list[Run]:
     )
 
 
-def begin_step(step_run_id: str) -> str | None:
-    """A step is about to run: mark its workflow run running (from queued). Returns the
-    workflow run's id, or None when the run is not a step."""
-    step = db.session.get(Run, step_run_id)
-    if step is None or step.workflow_run_id is None:
-        return None
+def begin_step(workflow_run_id: str) -> None:
+    """A step is about to run: mark its workflow run running (if it was queued). Left to
+    the caller's next commit (the step's claim), so a step costs no commit of its own."""
     db.session.execute(
         update(WorkflowRun)
-        .where(WorkflowRun.id == step.workflow_run_id, WorkflowRun.status == "queued")
+        .where(WorkflowRun.id == workflow_run_id, WorkflowRun.status == "queued")
         .values(status="running", started_at=clock.now())
     )
-    return step.workflow_run_id
 
 
 def advance(workflow_run_id: str) -> Progress:
