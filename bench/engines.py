@@ -25,6 +25,7 @@ import base64
 import contextlib
 import difflib
 import json
+import math
 import os
 import random
 import re
@@ -722,7 +723,7 @@ class Submitter:
 def percentile(values: list[float], share: float) -> float:
     """Nearest-rank percentile (``share`` 0-100)."""
     ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(share / 100 * len(ordered)) - 1))]
+    return ordered[max(0, math.ceil(share / 100 * len(ordered)) - 1)]
 
 
 def queue_figures(runs: list[QueuedRun]) -> list[Figure]:
