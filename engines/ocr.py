@@ -111,7 +111,10 @@ def read_image(blob: Any, minimum: float, words: bool = False) -> dict[str, Any]
     if image.mode != "RGB":
         image = _on_white(image)
     with _LOCK:
-        result = _reader()(image, return_word_box=words)
+        # No line-orientation classifier: on upright pages it turned correct lines upside
+        # down (half a dense A4 page lost, bench/engines.py); open_image already turns
+        # pictures upright from their EXIF orientation.
+        result = _reader()(image, use_cls=False, return_word_box=words)
     word_lists = list(result.word_results or ()) if words else []
     lines = []
     for index, (text, score, box) in enumerate(
