@@ -37,6 +37,8 @@ from models import StoredFile
 log = logging.getLogger(__name__)
 
 _FILE_ID = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+# A type is sent back as a header (ours, and the bucket's): printable ASCII only.
+_HEADER_SAFE = re.compile(r"[\x20-\x7e]+")
 BACKENDS = ("database", "s3")
 
 
@@ -130,7 +132,7 @@ def put(blob: Blob, *, account_id: int, run_id: str | None = None) -> StoredFile
         id=new_file_id(),
         account_id=account_id,
         run_id=run_id,
-        content_type=(blob.content_type or "").strip().lower()[:255] or "application/octet-stream",
+        content_type=_content_type(blob.content_type),
         filename=_base_name(blob.filename),
         size=len(blob.data),
         sha256=hashlib.sha256(blob.data).hexdigest(),
@@ -195,6 +197,11 @@ def url_for(file_id: str) -> str:
 
 def _backend() -> Backend:
     return current_app.extensions["storage"]
+
+
+def _content_type(value: str | None) -> str:
+    value = (value or "").strip().lower()[:255]
+    return value if _HEADER_SAFE.fullmatch(value) else "application/octet-stream"
 
 
 def _base_name(filename: str | None) -> str | None:

@@ -81,6 +81,13 @@ def test_put_keeps_only_the_base_name_and_a_lower_case_type(app):
     assert (untyped.content_type, untyped.filename) == ("application/octet-stream", None)
 
 
+@pytest.mark.parametrize("content_type", ["text/plain\r\nX-Evil: 1", "image/pngé", "\t"])
+def test_a_type_that_cannot_be_a_header_is_stored_as_octet_stream(backend_app, content_type):
+    stored = storage.put(Blob(b"?", content_type), account_id=new_account_id())
+    assert stored.content_type == "application/octet-stream"
+    assert storage.read(stored) == b"?"
+
+
 def test_find_does_not_load_the_bytes(backend_app):
     account_id = new_account_id()
     file_id = storage.put(Blob(PNG, "image/png"), account_id=account_id).id
