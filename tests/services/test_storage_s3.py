@@ -22,14 +22,6 @@ DEFAULTS = {name: getattr(Config, name) for name in dir(Config) if name.isupper(
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 
 
-@pytest.fixture(autouse=True)
-def storage_logs():
-    """Logs to look at: migrations/env.py's ``fileConfig`` disables every logger that exists
-    when a test session makes the schema, these among them."""
-    for name in ("services.storage", "services.storage_s3"):
-        logging.getLogger(name).disabled = False
-
-
 def new_account_id() -> int:
     account = accounts.create_account(f"s3-{time.monotonic_ns()}@example.com", "creator")
     db.session.commit()
