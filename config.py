@@ -94,6 +94,14 @@ class Config:
     KEY_CACHE_SECONDS = 0.5
     # Inline runs' rows are written in batches this often (0: before the request ends).
     RUN_RECORD_DELAY = 0.05
+    # Stale runs (services/sweeper.py): every worker sweeps this often (0: never); a worker
+    # holds a lease on its job, renewed every third of JOB_LEASE_SECONDS, so a killed worker
+    # is known once it lapses; runs younger than the grace (and jobs past their deadline by
+    # less) are left alone. RQ's own registry cleanup runs every RQ_MAINTENANCE_SECONDS.
+    SWEEP_INTERVAL_SECONDS = 15.0
+    SWEEP_GRACE_SECONDS = 30.0
+    JOB_LEASE_SECONDS = 30.0
+    RQ_MAINTENANCE_SECONDS = 60
     # flask-limiter
     RATELIMIT_HEADERS_ENABLED = False
     RATELIMIT_STRATEGY = "fixed-window"
@@ -131,6 +139,16 @@ class Config:
             },
             "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
             **_storage_settings(),
+            **{
+                name: float(os.environ[name])
+                for name in (
+                    "SWEEP_INTERVAL_SECONDS",
+                    "SWEEP_GRACE_SECONDS",
+                    "JOB_LEASE_SECONDS",
+                    "RQ_MAINTENANCE_SECONDS",
+                )
+                if os.environ.get(name)
+            },
             "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
         }
         return settings

@@ -1,11 +1,11 @@
-"""RQ jobs of tool runs (queue: default)."""
+"""RQ jobs of tool runs (queue: default), and the sweep of the runs their jobs lost."""
 
 import logging
 
 from extensions import db
 from jobs.webhooks import emit
 from models import Run
-from services import runs
+from services import runs, sweeper
 from services.events import run_event
 from services.queue import dispatcher
 
@@ -21,13 +21,29 @@ def run_tool_job(run_id: str) -> None:
         _ended(run)
 
 
-def fail_abandoned_run(run_id: str) -> None:
-    """The job died or ran out of time: fail its run (quota released) unless it ended."""
-    failed = runs.fail_unfinished(run_id, "The run did not finish in time; nothing was charged.")
+def fail_abandoned_run(
+    run_id: str, message: str = "The run did not finish in time; nothing was charged."
+) -> bool:
+    """The job died or ran out of time: fail its run (quota released) unless it ended, and
+    announce that. Returns whether this call failed it."""
+    failed = runs.fail_unfinished(run_id, message)
     db.session.commit()
     if failed:
         log.warning("run %s failed: its job died or timed out", run_id)
         _ended(db.session.get(Run, run_id))
+    return failed
+
+
+def sweep_stale_runs() -> int:
+    """Fail the runs whose jobs the queue lost (``services.sweeper``), as their job's own
+    failure would: quota released, the waiter woken, ``tool.failed`` announced. Runs
+    periodically in every worker (and the embedded queue). Returns how many it failed."""
+    failed = 0
+    for stale in sweeper.find_stale():
+        failed += fail_abandoned_run(stale.run_id, stale.message)
+    if failed:
+        log.warning("sweep: failed %d stale run(s)", failed)
+    return failed
 
 
 def _ended(run: Run) -> None:

@@ -148,8 +148,10 @@ def submit(
 
 
 def execute(run_id: str) -> Run | None:
-    """The job's work: run a queued run to its end. Returns the run, or None when it was
-    canceled (or taken by another worker) before it started."""
+    """The job's work: run a queued run to its end. Returns the run, or None when this call
+    did not end it: it was canceled (or taken by another worker) before it started, or it
+    ended meanwhile (canceled, or failed by the sweep), its late result discarded; its end
+    was then announced by whoever ended it."""
     started_at = clock.now()
     claimed = db.session.execute(
         update(Run)
@@ -168,13 +170,15 @@ def execute(run_id: str) -> Run | None:
         output = tool.sample_output() if run.sandbox else _run_engine(tool, run.input, run)
     except Exception as error:
         kind, message, retry_after = _classify(error)
-        _conclude(run, started, "failed", error=_error(kind, message, retry_after))
-        return run
+        ended = _conclude(run, started, "failed", error=_error(kind, message, retry_after))
+        return run if ended else None
     credits, free = 0, False
     if not run.sandbox:
         free = usage.claim_free_call(run.account_id)
         credits = 0 if free else credits_for(tool, output)
-    if _conclude(run, started, "succeeded", output=output, credits=credits) and not run.sandbox:
+    if not _conclude(run, started, "succeeded", output=output, credits=credits):
+        return None
+    if not run.sandbox:
         quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
         db.session.add(
             usage.usage_event(

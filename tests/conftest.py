@@ -74,6 +74,8 @@ def app_config(**overrides) -> dict:
         "SERVER_NAME": "svc.test",
         "PREFERRED_URL_SCHEME": "https",
         "RUN_RECORD_DELAY": 0,
+        # No periodic sweep thread per test app (tests that need it turn it on).
+        "SWEEP_INTERVAL_SECONDS": 0,
     }
     settings["RATELIMIT_STORAGE_URI"] = (
         "svc+" + settings["REDIS_URL"] if settings["REDIS_URL"] else "memory://"

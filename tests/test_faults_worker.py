@@ -1,0 +1,189 @@
+"""A worker killed mid-run, on real RQ worker processes and real Redis: the run is failed
+by the sweep of the next worker (quota released, ``tool.failed`` delivered once), and RQ's
+own abandoned-job cleanup reaches the same end through the job's failure callback."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from rq import Queue
+from rq.registry import StartedJobRegistry
+
+from extensions import db
+from models import ApiKey, Run
+from services import clock, quota
+from tests.conftest import ROOT, _deployment_env, auth, needs_pg, needs_redis
+from tests.fakes import FakeOpenAI
+from tests.fakes.webhook_receiver import Receiver
+
+pytestmark = [needs_pg, needs_redis]
+
+TOOL = "code-explainer"  # llm.chat, queued: the worker calls the provider
+# Short enough for a test; production uses 15 s, 30 s and 30 s (config.py).
+FAST_SWEEP = {
+    "SWEEP_INTERVAL_SECONDS": "0.3",
+    "SWEEP_GRACE_SECONDS": "1",
+    "JOB_LEASE_SECONDS": "1.5",
+}
+
+
+@pytest.fixture
+def provider():
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def workers(provider, tmp_path):
+    """Start ``flask --app app worker`` processes on the test database and Redis; every one
+    still alive is stopped at the end. Their logs go to ``tmp_path``."""
+    started: list[subprocess.Popen] = []
+    flask = os.path.join(os.path.dirname(sys.executable), "flask")
+
+    def start(**settings: str) -> subprocess.Popen:
+        env = {
+            **_deployment_env(),
+            "AI_BASE_URL": provider.base_url,
+            "FETCH_ALLOW_PRIVATE": "1",
+            **settings,
+        }
+        # Its own process group: the worker forks RQ's scheduler, and a killed machine
+        # takes both down.
+        with (tmp_path / f"worker{len(started)}.log").open("w") as log:
+            process = subprocess.Popen(
+                [flask, "--app", "app", "worker"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=20)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _until(check, seconds: float, message: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        db.session.rollback()  # read what other processes committed
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(message)
+
+
+def _run(run_id: str) -> Run:
+    return db.session.get(Run, run_id, populate_existing=True)
+
+
+def _start_hanging_run(client, provider, make_key, receiver=None) -> tuple[str, str]:
+    """A queued run whose provider call hangs: returns the raw key and the run id once the
+    worker is inside the call."""
+    raw = make_key("pro", daily_override=5)
+    if receiver is not None:
+        db.session.scalar(db.select(ApiKey)).webhook_url = receiver.url
+        db.session.commit()
+    provider.hang_next(1, 60)
+    response = client.post(
+        "/v1/tools/run",
+        headers={**auth(raw), "Prefer": "respond-async"},
+        json={"slug": TOOL, "input": "print('hello')"},
+    )
+    assert response.status_code == 202, response.get_json()
+    run_id = response.get_json()["run_id"]
+    _until(lambda: _run(run_id).status == "running", 30, "no worker started the run")
+    _until(lambda: provider.calls("/v1/chat/completions"), 10, "the provider was not called")
+    return raw, run_id
+
+
+def _calls_today(key_id: str) -> int:
+    return quota.store().usage(key_id, clock.now()).calls
+
+
+def _queue(client) -> Queue:
+    return Queue("default", connection=client.application.extensions["redis"])
+
+
+def _kill(worker: subprocess.Popen) -> None:
+    """SIGKILL the worker and its children: no handler, no cleanup, no failure callback."""
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=10)
+
+
+def test_a_worker_killed_mid_run_is_swept_by_the_next_worker(client, make_key, provider, workers):
+    receiver = Receiver()
+    try:
+        first = workers(**FAST_SWEEP)
+        raw, run_id = _start_hanging_run(client, provider, make_key, receiver)
+        key_id = _run(run_id).api_key_id
+        assert _calls_today(key_id) == 1
+        _kill(first)
+        killed_at = time.monotonic()
+        assert _run(run_id).status == "running"  # nobody knows yet
+
+        workers(**FAST_SWEEP)  # the platform restarts the worker
+        run = _until(
+            lambda: _run(run_id).status == "failed" and _run(run_id),
+            60,
+            "the killed worker's run was not swept",
+        )
+        assert time.monotonic() - killed_at < 60
+        assert run.error["code"] == "internal"
+        assert "stopped before it finished" in run.error["message"]
+        assert run.credits == 0 and run.output is None
+        assert _calls_today(key_id) == 0  # the reservation came back
+
+        status = client.get(f"/v1/tools/run/{run_id}/status", headers=auth(raw)).get_json()
+        assert status["status"] == "failed" and status["error"] == run.error
+
+        events = receiver.wait_for(1, 20)
+        assert len(events) == 1
+        event = json.loads(events[0].body)
+        assert event["event"] == "tool.failed" and event["run_id"] == run_id
+        assert "stopped before it finished" in event["output_excerpt"]
+
+        # RQ's own cleanup of the dead worker's job comes later; the run has ended, so its
+        # failure callback changes nothing and announces nothing again.
+        StartedJobRegistry(queue=_queue(client)).cleanup(timestamp=time.time() + 10_000)
+        time.sleep(0.5)
+        assert _run(run_id).status == "failed" and _run(run_id).error == run.error
+        assert len(receiver.requests) == 1
+    finally:
+        receiver.stop()
+
+
+def test_rq_abandoned_job_cleanup_fails_the_run_through_its_callback(
+    client, make_key, provider, workers
+):
+    """Without any sweep, RQ's StartedJobRegistry cleanup (run by every worker's
+    maintenance) calls the job's failure callback for a job whose worker died."""
+    worker = workers(SWEEP_INTERVAL_SECONDS="0")
+    raw, run_id = _start_hanging_run(client, provider, make_key)
+    key_id = _run(run_id).api_key_id
+    _kill(worker)
+
+    queue = _queue(client)
+    registry = StartedJobRegistry(queue=queue)
+    assert run_id in registry.get_job_ids(cleanup=False)
+    # A SimpleWorker's job counts as abandoned once its timeout (+60 s) has passed.
+    registry.cleanup(timestamp=time.time() + 10_000)
+
+    run = _run(run_id)
+    assert run.status == "failed"
+    assert "did not finish in time" in run.error["message"]
+    assert _calls_today(key_id) == 0
+    assert run_id in queue.failed_job_registry.get_job_ids()
