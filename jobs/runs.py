@@ -4,6 +4,7 @@ import logging
 
 from extensions import db
 from jobs.webhooks import emit
+from jobs.workflows import advance_workflow
 from models import Run
 from services import runs, sweeper
 from services.events import run_event
@@ -36,11 +37,19 @@ def fail_abandoned_run(
 
 def sweep_stale_runs() -> int:
     """Fail the runs whose jobs the queue lost (``services.sweeper``), as their job's own
-    failure would: quota released, the waiter woken, ``tool.failed`` announced. Runs
-    periodically in every worker (and the embedded queue). Returns how many it failed."""
+    failure would: quota released, the waiter woken, ``tool.failed`` announced, or for a
+    workflow step its workflow run failed and ``workflow.failed`` announced; then advance
+    the workflow runs no step is moving. Runs periodically in every worker (and the
+    embedded queue). Returns how many runs it failed."""
     failed = 0
     for stale in sweeper.find_stale():
-        failed += fail_abandoned_run(stale.run_id, stale.message)
+        if stale.workflow_run_id is None:
+            failed += fail_abandoned_run(stale.run_id, stale.message)
+            continue
+        failed += runs.fail_unfinished(stale.run_id, stale.message)
+        advance_workflow(stale.workflow_run_id)  # commits the step's failure first
+    for workflow_run_id in sweeper.stalled_workflow_runs():
+        advance_workflow(workflow_run_id)
     if failed:
         log.warning("sweep: failed %d stale run(s)", failed)
     return failed

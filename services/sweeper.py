@@ -7,7 +7,9 @@ run, the worker running it stopped (its lease lapsed), or it is past its deadlin
 be enqueued), and a run is declared stale only when its job was seen lost on two passes at
 least one lease renewal apart: a lease that lapsed while Redis was briefly unreachable is
 renewed by its live worker before anyone judges it. ``jobs.runs.sweep_stale_runs`` fails
-what this finds (no retry: see README, "Operating it").
+what this finds (no retry: see README, "Operating it"), and advances the workflow runs left
+without a live step (a failed step fails its workflow run; a worker that died between a
+step's end and the advance leaves one waiting).
 
 The maintenance runs every ``SWEEP_INTERVAL_SECONDS`` (0 turns it off) in a thread of each
 ``flask worker`` process and, in the embedded default, of the process running the
@@ -28,7 +30,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.utils import import_string
 
 from extensions import db
-from models import Run
+from models import Run, WorkflowRun
 from services import clock
 from services.queue import LOST, dispatcher
 
@@ -50,10 +52,14 @@ _suspects: dict[str, float] = {}
 _suspects_lock = threading.Lock()
 
 
+_UNFINISHED = tuple(_MESSAGES)
+
+
 @dataclass(frozen=True)
 class Stale:
     run_id: str
     message: str
+    workflow_run_id: str | None = None
 
 
 def find_stale() -> list[Stale]:
@@ -62,10 +68,9 @@ def find_stale() -> list[Stale]:
     config = current_app.config
     grace = float(config["SWEEP_GRACE_SECONDS"])
     confirm_after = float(config["JOB_LEASE_SECONDS"]) / 3
-    cutoff = clock.now() - timedelta(seconds=grace)
     candidates = db.session.execute(
-        select(Run.id, Run.status, Run.created_at)
-        .where(Run.status.in_(tuple(_MESSAGES)), Run.created_at < cutoff)
+        select(Run.id, Run.status, Run.created_at, Run.workflow_run_id)
+        .where(Run.status.in_(_UNFINISHED), Run.created_at < _cutoff(grace))
         .order_by(Run.created_at)
         .limit(BATCH)
     ).all()
@@ -73,17 +78,44 @@ def find_stale() -> list[Stale]:
     stale = []
     with _suspects_lock:
         judged = set()
-        for run_id, status, created_at in candidates:
+        for run_id, status, created_at, workflow_run_id in candidates:
             judged.add(run_id)
             if queue.job_state(run_id, created_at, grace) != LOST:
                 _suspects.pop(run_id, None)
                 continue
             first_seen = _suspects.setdefault(run_id, time.monotonic())
             if time.monotonic() - first_seen >= confirm_after:
-                stale.append(Stale(run_id, _MESSAGES[status]))
+                stale.append(Stale(run_id, _MESSAGES[status], workflow_run_id))
         for run_id in set(_suspects) - judged:
             del _suspects[run_id]
     return stale
+
+
+def stalled_workflow_runs() -> list[str]:
+    """Workflow runs that have not ended, older than the grace, none of whose steps is queued
+    or running: nothing will advance them but the sweep."""
+    live_step = (
+        select(Run.id)
+        .where(Run.workflow_run_id == WorkflowRun.id, Run.status.in_(_UNFINISHED))
+        .exists()
+    )
+    grace = float(current_app.config["SWEEP_GRACE_SECONDS"])
+    return list(
+        db.session.scalars(
+            select(WorkflowRun.id)
+            .where(
+                WorkflowRun.status.in_(_UNFINISHED),
+                WorkflowRun.created_at < _cutoff(grace),
+                ~live_step,
+            )
+            .order_by(WorkflowRun.created_at)
+            .limit(BATCH)
+        )
+    )
+
+
+def _cutoff(grace: float):
+    return clock.now() - timedelta(seconds=grace)
 
 
 # --- the periodic maintenance -------------------------------------------------------------

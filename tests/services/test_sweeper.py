@@ -145,6 +145,83 @@ def test_a_lost_job_seen_once_then_found_alive_is_not_failed(app, client, make_k
     assert events == []
 
 
+REVIEWS = "Love the app, but calendar sync fails every few days.\nSupport was quick and kind."
+
+
+@pytest.fixture
+def workflow_events(monkeypatch):
+    sent: list[str] = []
+    monkeypatch.setattr("jobs.workflows.emit", lambda key, event, _id: sent.append(event["event"]))
+    return sent
+
+
+def _start_workflow(client, raw) -> tuple[str, list[Run]]:
+    response = client.post(
+        "/v1/workflows/run",
+        headers=auth(raw),
+        json={"workflow_id": "review-insights", "input": REVIEWS},
+    )
+    assert response.status_code == 202, response.get_json()
+    db.session.commit()
+    workflow_run_id = response.get_json()["run_id"]
+    queued = db.session.scalars(
+        db.select(Run).where(Run.workflow_run_id == workflow_run_id, Run.status == "queued")
+    ).all()
+    assert queued
+    return workflow_run_id, queued
+
+
+def _ids(steps: list[Run]) -> set[str]:
+    return {step.step_id for step in steps}
+
+
+def _workflow_record(client, raw, workflow_run_id) -> dict:
+    path = f"/v1/workflows/run/{workflow_run_id}/status"
+    return client.get(path, headers=auth(raw)).get_json()
+
+
+@needs_pg
+@needs_redis
+def test_a_lost_workflow_step_fails_its_workflow_run(
+    app, client, make_key, fast_confirm, workflow_events
+):
+    raw = make_key("pro")
+    workflow_run_id, queued = _start_workflow(client, raw)
+    for step in queued:
+        Job.fetch(step.id, connection=app.extensions["redis"]).delete()
+    _past_grace(app)
+    # The first lost step fails the workflow run, which cancels the steps left.
+    assert _sweep_twice() == 1
+    record = _workflow_record(client, raw, workflow_run_id)
+    assert record["status"] == "failed"
+    assert sorted(step["status"] for step in record["steps"] if step["id"] in _ids(queued)) == [
+        "canceled"
+    ] * (len(queued) - 1) + ["failed"]
+    assert "lost before it started" in record["error"]["message"]
+    assert workflow_events == ["workflow.failed"]
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 0  # every step's reservation came back
+    assert _sweep_twice() == 0 and workflow_events == ["workflow.failed"]
+
+
+@needs_pg
+@needs_redis
+def test_a_workflow_run_no_step_moves_is_advanced(app, client, make_key, workflow_events):
+    """A worker died between a step's end and the advance of its workflow run."""
+    raw = make_key("pro")
+    workflow_run_id, queued = _start_workflow(client, raw)
+    for step in queued:
+        runs.fail(step, "internal", "The worker died right after this.")
+    db.session.commit()
+    assert jobs.runs.sweep_stale_runs() == 0
+    assert _workflow_record(client, raw, workflow_run_id)["status"] == "queued"  # in grace
+    _past_grace(app)
+    jobs.runs.sweep_stale_runs()
+    record = _workflow_record(client, raw, workflow_run_id)
+    assert record["status"] == "failed" and "worker died" in record["error"]["message"]
+    assert workflow_events == ["workflow.failed"]
+
+
 # --- the sweep on the in-process queue -------------------------------------------------------
 
 
