@@ -1,0 +1,288 @@
+"""Backing services going away and coming back: Redis (a private redis-server, stopped and
+started again on the same port), the database, and the model provider. Answers are clean
+503 problems with Retry-After, never 500s, and requests succeed again once the service is
+back, with no restart."""
+
+import subprocess
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+import redis
+
+import jobs.runs
+from app import create_app
+from engines import local_llm, providers
+from extensions import db
+from models import Run
+from services import clock, quota
+from tests.conftest import _clean, _free_port, app_config, auth, needs_pg
+from tests.fakes import FakeOpenAI
+
+WHOAMI = "/v1/public/whoami"
+DISPATCH = "/v1/tools/run"
+TEXT = {"slug": "word-counter", "input": "one two three"}
+
+
+class RedisServer:
+    """A throwaway redis-server on its own port (never the machine's shared one)."""
+
+    def __init__(self):
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+            + ["--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        client.close()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_server():
+    server = RedisServer()
+    server.start()
+    yield server
+    if server.process.poll() is None:
+        server.stop()
+
+
+@pytest.fixture
+def outage_app(_schema, redis_server):
+    """The app on the test database and the private Redis."""
+    app = create_app(
+        app_config(REDIS_URL=redis_server.url, RATELIMIT_STORAGE_URI="svc+" + redis_server.url)
+    )
+    yield from _clean(app)
+
+
+def _key(plan: str = "pro", **fields) -> str:
+    from services import accounts, keys
+
+    account = accounts.create_account(f"outage{time.monotonic_ns()}@example.com", plan)
+    key, raw = keys.create_key(account, "k")
+    for name, value in fields.items():
+        setattr(key, name, value)
+    db.session.commit()
+    return raw
+
+
+def _assert_unavailable(response) -> dict:
+    assert response.status_code == 503, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert body["code"] == "service_unavailable" and body["status"] == 503
+    assert body["request_id"] == response.headers["X-Request-Id"]
+    assert "Traceback" not in response.get_data(as_text=True)
+    assert 1 <= int(response.headers["Retry-After"]) <= 60
+    return body
+
+
+def _calls(raw) -> int:
+    from services import keys
+
+    context = keys.resolve(raw)
+    return quota.store().usage(context.key_id, clock.now()).calls
+
+
+@needs_pg
+def test_redis_down_is_503_everywhere_and_back_without_a_restart(outage_app, redis_server):
+    client = outage_app.test_client()
+    raw = _key()
+    queued = client.post(DISPATCH, headers={**auth(raw), "Prefer": "respond-async"}, json=TEXT)
+    assert queued.status_code == 202
+    status_url = queued.headers["Location"]
+
+    redis_server.stop()
+    headers = auth(raw)
+    requests = {
+        "whoami": lambda: client.get(WHOAMI, headers=headers),
+        "inline run": lambda: client.post(DISPATCH, headers=headers, json=TEXT),
+        "slug run": lambda: client.post(
+            "/v1/public/tools/word-counter/run", headers=headers, json={"input": "a b"}
+        ),
+        "queued run": lambda: client.post(
+            DISPATCH, headers={**headers, "Prefer": "respond-async"}, json=TEXT
+        ),
+        "idempotent run": lambda: client.post(
+            DISPATCH, headers={**headers, "Idempotency-Key": "k1"}, json=TEXT
+        ),
+        "status": lambda: client.get(status_url, headers=headers),
+        "cancel": lambda: client.post(status_url.replace("status", "cancel"), headers=headers),
+        "workflow": lambda: client.post(
+            "/v1/workflows/run",
+            headers=headers,
+            json={"workflow_id": "review-insights", "input": "Great app, but sync fails often."},
+        ),
+    }
+    for name, send in requests.items():
+        started = time.monotonic()
+        _assert_unavailable(send())
+        assert time.monotonic() - started < 5, name
+    health = client.get("/v1/health")
+    assert health.status_code == 503 and health.get_json()["checks"]["redis"]["status"] == "error"
+
+    redis_server.start()  # empty: its counters and queue are gone, as after a real restart
+    assert client.get(WHOAMI, headers=headers).status_code == 200
+    assert client.post(DISPATCH, headers=headers, json=TEXT).status_code == 200
+    replay = client.post(DISPATCH, headers={**headers, "Idempotency-Key": "k1"}, json=TEXT)
+    assert replay.status_code == 200 and "Idempotent-Replayed" not in replay.headers
+    assert client.get(status_url, headers=headers).get_json()["status"] == "queued"
+    assert client.get("/v1/health").status_code == 200
+
+
+@needs_pg
+def test_redis_lost_between_admission_and_queue_leaves_nothing_charged(
+    outage_app, redis_server, monkeypatch
+):
+    """The run row is committed and its quota reserved, then Redis goes before the job is
+    queued: the caller gets 503, and once Redis is back the sweep fails the run (its job
+    never existed) and gives the reservation back."""
+    outage_app.config["JOB_LEASE_SECONDS"] = 0.3
+    client = outage_app.test_client()
+    raw = _key()
+    dispatcher = outage_app.extensions["dispatcher"]
+    enqueue = dispatcher.enqueue
+
+    def enqueue_after_redis_died(*args, **kwargs):
+        redis_server.stop()
+        return enqueue(*args, **kwargs)
+
+    monkeypatch.setattr(dispatcher, "enqueue", enqueue_after_redis_died)
+    response = client.post(DISPATCH, headers={**auth(raw), "Prefer": "respond-async"}, json=TEXT)
+    _assert_unavailable(response)
+    run = db.session.scalar(db.select(Run))
+    assert run.status == "queued"
+
+    redis_server.start()
+    quota.store().reserve(run.api_key_id, 10, 1, clock.now())  # as it was before the loss
+    clock.set_offset(timedelta(seconds=outage_app.config["SWEEP_GRACE_SECONDS"] + 1))
+    jobs.runs.sweep_stale_runs()
+    time.sleep(0.15)
+    assert jobs.runs.sweep_stale_runs() == 1
+    assert db.session.get(Run, run.id, populate_existing=True).status == "failed"
+    assert _calls(raw) == 0
+
+
+@needs_pg
+def test_database_unreachable_is_503_without_a_trace(redis_server):
+    dead = f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/nowhere"
+    app = create_app(
+        app_config(
+            SQLALCHEMY_DATABASE_URI=dead,
+            REDIS_URL=redis_server.url,
+            RATELIMIT_STORAGE_URI="svc+" + redis_server.url,
+        )
+    )
+    client = app.test_client()
+    headers = auth("svc_" + "a" * 40)
+    with app.app_context():
+        _assert_unavailable(client.get(WHOAMI, headers=headers))
+        _assert_unavailable(client.post(DISPATCH, headers=headers, json=TEXT))
+        assert client.get("/v1/health").status_code == 503
+        db.engine.dispose()
+
+
+# --- the model provider ---------------------------------------------------------------------
+
+CODE = {"slug": "code-explainer", "input": "print('hello')"}
+
+
+@pytest.fixture
+def provider_app(embedded_app, monkeypatch):
+    """The embedded app whose only text model is the fake provider, failing fast, with the
+    provider's circuit breaker on a clock the test moves."""
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: "not in this test")
+    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    embedded_app.config["AI_TIMEOUT_SECONDS"] = 1.0
+    return embedded_app
+
+
+@pytest.fixture
+def breaker_clock(monkeypatch):
+    now = [time.monotonic()]
+    monkeypatch.setattr(providers, "_now", lambda: now[0])
+    return now
+
+
+def _same_port(monkeypatch, port: int) -> None:
+    """The next FakeOpenAI listens on ``port``: the provider is back at the same URL."""
+    from http.server import ThreadingHTTPServer
+
+    from tests.fakes import openai_server
+
+    monkeypatch.setattr(
+        openai_server,
+        "ThreadingHTTPServer",
+        lambda address, handler: ThreadingHTTPServer(("127.0.0.1", port), handler),
+    )
+
+
+def _until_ended(client, raw, location) -> dict:
+    deadline = time.monotonic() + 20
+    while (record := client.get(location, headers=auth(raw)).get_json())["status"] in {
+        "queued",
+        "running",
+    }:
+        assert time.monotonic() < deadline, record
+        time.sleep(0.05)
+    return record
+
+
+def test_provider_gone_mid_run_is_503_then_runs_succeed_when_it_is_back(
+    provider_app, breaker_clock, monkeypatch
+):
+    client = provider_app.test_client()
+    raw = _key("pro", daily_override=10)
+    gone = threading.Event()
+    with FakeOpenAI() as fake:
+        provider_app.config["AI_BASE_URL"] = fake.base_url
+        port = int(fake.origin.rsplit(":", 1)[1])
+        assert client.post(DISPATCH, headers=auth(raw), json=CODE).status_code == 200
+
+        def provider_goes_away(seconds):  # the adapter's pause between two attempts
+            if not gone.is_set():
+                gone.set()
+                fake.__exit__(None, None, None)
+
+        monkeypatch.setattr(providers, "_sleep", provider_goes_away)
+        fake.hang_next(1, 30)  # the first attempt times out, then the provider is gone
+        queued = client.post(DISPATCH, headers={**auth(raw), "Prefer": "respond-async"}, json=CODE)
+        record = _until_ended(client, raw, queued.headers["Location"])
+    assert gone.is_set()
+    assert record["status"] == "failed" and record["error"]["code"] == "provider"
+    # While it is away, callers get 503 provider_unavailable with Retry-After.
+    for _ in range(2):
+        response = client.post(DISPATCH, headers=auth(raw), json=CODE)
+        assert response.status_code == 503, response.get_json()
+        assert response.get_json()["code"] == "provider_unavailable"
+        assert int(response.headers["Retry-After"]) >= 1
+    assert providers.breaker_for(fake.base_url).state == "open"
+    who = client.get(WHOAMI, headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 1  # failed runs gave their quota back
+
+    _same_port(monkeypatch, port)
+    with FakeOpenAI():  # back at the same URL
+        breaker_clock[0] += providers.BREAKER_OPEN_SECONDS + 1  # the breaker lets a probe by
+        response = client.post(DISPATCH, headers=auth(raw), json=CODE)
+        assert response.status_code == 200, response.get_json()
+        assert response.get_json()["status"] == "succeeded"
+        assert client.post(DISPATCH, headers=auth(raw), json=CODE).status_code == 200
