@@ -3,6 +3,7 @@ started again on the same port), the database, and the model provider. Answers a
 503 problems with Retry-After, never 500s, and requests succeed again once the service is
 back, with no restart."""
 
+import dataclasses
 import subprocess
 import threading
 import time
@@ -13,6 +14,7 @@ import redis
 
 import jobs.runs
 from app import create_app
+from catalogue import load_catalogue
 from engines import local_llm, providers
 from extensions import db
 from models import Run
@@ -139,6 +141,7 @@ def test_redis_down_is_503_everywhere_and_back_without_a_restart(outage_app, red
         assert time.monotonic() - started < 5, name
     health = client.get("/v1/health")
     assert health.status_code == 503 and health.get_json()["checks"]["redis"]["status"] == "error"
+    assert client.get("/v1/tools/word-counter").status_code == 200  # no key, no Redis
 
     redis_server.start()  # empty: its counters and queue are gone, as after a real restart
     assert client.get(WHOAMI, headers=headers).status_code == 200
@@ -180,6 +183,26 @@ def test_redis_lost_between_admission_and_queue_leaves_nothing_charged(
     assert jobs.runs.sweep_stale_runs() == 1
     assert db.session.get(Run, run.id, populate_existing=True).status == "failed"
     assert _calls(raw) == 0
+
+
+@needs_pg
+def test_a_caller_waiting_when_redis_goes_gets_202_and_the_status_url(
+    outage_app, redis_server, monkeypatch
+):
+    tool = dataclasses.replace(load_catalogue().get("word-counter"), queue=True)
+    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    client = outage_app.test_client()
+    raw = _key()
+    outage = threading.Timer(0.5, redis_server.stop)  # no worker: the caller still waits
+    outage.start()
+    try:
+        response = client.post(DISPATCH, headers={**auth(raw), "Prefer": "wait=10"}, json=TEXT)
+    finally:
+        outage.join()
+        redis_server.start()
+    assert response.status_code == 202, response.get_json()
+    assert response.headers["Location"].endswith("/status")
+    assert response.get_json()["status"] == "queued"
 
 
 @needs_pg
