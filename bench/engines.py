@@ -751,7 +751,11 @@ def bench_queue(kind: str) -> Measure:
             else:
                 folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-"))
                 env = {"DATABASE_URL": f"sqlite:///{folder}/embedded.db"}
-            env |= {"SECRET_KEY": "bench", "APP_ENV": "production"}
+            env |= {
+                "SECRET_KEY": "bench",
+                "APP_ENV": "production",
+                "PUBLIC_BASE_URL": "http://localhost",
+            }
             worker = None
             if kind == "rq":
                 worker = Worker(env, args.output.parent / "engines-worker.log")

@@ -189,6 +189,7 @@ def _deployment_env() -> dict:
         "REDIS_URL": REDIS_URL,
         "SECRET_KEY": "test",
         "APP_ENV": "production",
+        "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL", "http://localhost"),
     }
 
 
