@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, String
+from sqlalchemy import JSON, ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from extensions import db
@@ -14,7 +14,16 @@ class WorkflowRun(db.Model):
     output and the error of the step that failed it."""
 
     __tablename__ = "workflow_runs"
-    __table_args__ = (Index("ix_workflow_runs_account_created", "account_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_workflow_runs_account_created", "account_id", "created_at"),
+        # The sweep's question (services/sweeper.py): the unfinished runs, oldest first.
+        Index(
+            "ix_workflow_runs_unfinished",
+            "created_at",
+            postgresql_where=text("status IN ('queued', 'running')"),
+            sqlite_where=text("status IN ('queued', 'running')"),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))

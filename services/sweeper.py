@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import redis
 from flask import Flask, current_app
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import OperationalError
 from werkzeug.utils import import_string
 
@@ -52,7 +52,11 @@ _suspects: dict[str, float] = {}
 _suspects_lock = threading.Lock()
 
 
-_UNFINISHED = tuple(_MESSAGES)
+def _unfinished(status_column):
+    """``status IN ('queued', 'running')`` with the states as literals, so that PostgreSQL
+    uses the partial indexes ``ix_*_unfinished`` even in a cached generic plan."""
+    states = bindparam("unfinished", tuple(_MESSAGES), expanding=True, literal_execute=True)
+    return status_column.in_(states)
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ def find_stale() -> list[Stale]:
     confirm_after = float(config["JOB_LEASE_SECONDS"]) / 3
     candidates = db.session.execute(
         select(Run.id, Run.status, Run.created_at, Run.workflow_run_id)
-        .where(Run.status.in_(_UNFINISHED), Run.created_at < _cutoff(grace))
+        .where(_unfinished(Run.status), Run.created_at < _cutoff(grace))
         .order_by(Run.created_at)
         .limit(BATCH)
     ).all()
@@ -96,7 +100,7 @@ def stalled_workflow_runs() -> list[str]:
     or running: nothing will advance them but the sweep."""
     live_step = (
         select(Run.id)
-        .where(Run.workflow_run_id == WorkflowRun.id, Run.status.in_(_UNFINISHED))
+        .where(Run.workflow_run_id == WorkflowRun.id, _unfinished(Run.status))
         .exists()
     )
     grace = float(current_app.config["SWEEP_GRACE_SECONDS"])
@@ -104,7 +108,7 @@ def stalled_workflow_runs() -> list[str]:
         db.session.scalars(
             select(WorkflowRun.id)
             .where(
-                WorkflowRun.status.in_(_UNFINISHED),
+                _unfinished(WorkflowRun.status),
                 WorkflowRun.created_at < _cutoff(grace),
                 ~live_step,
             )
