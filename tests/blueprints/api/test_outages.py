@@ -3,11 +3,16 @@ started again on the same port), the database, and the model provider. Answers a
 503 problems with Retry-After, never 500s, and requests succeed again once the service is
 back, with no restart."""
 
+import contextlib
 import dataclasses
+import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import redis
@@ -19,7 +24,15 @@ from engines import local_llm, providers
 from extensions import db
 from models import Run
 from services import clock, quota
-from tests.conftest import _clean, _free_port, app_config, auth, needs_pg
+from tests.conftest import (
+    ROOT,
+    _clean,
+    _deployment_env,
+    _free_port,
+    app_config,
+    auth,
+    needs_pg,
+)
 from tests.fakes import FakeOpenAI
 
 WHOAMI = "/v1/public/whoami"
@@ -205,6 +218,50 @@ def test_a_caller_waiting_when_redis_goes_gets_202_and_the_status_url(
     assert response.get_json()["status"] == "queued"
 
 
+@pytest.fixture
+def worker_on(tmp_path):
+    """``flask --app app worker`` on the test database and a given Redis."""
+    started: list[subprocess.Popen] = []
+
+    def start(redis_url: str) -> subprocess.Popen:
+        flask = Path(sys.executable).with_name("flask")
+        env = {**_deployment_env(), "REDIS_URL": redis_url}
+        with (tmp_path / "worker.log").open("w") as log:
+            process = subprocess.Popen(
+                [str(flask), "--app", "app", "worker"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # with RQ's scheduler, which it forks
+            )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+
+
+@needs_pg
+def test_a_worker_carries_on_when_redis_comes_back(outage_app, redis_server, worker_on):
+    client = outage_app.test_client()
+    raw = _key()
+    worker_on(redis_server.url)
+    wait = {**auth(raw), "Prefer": "respond-async"}
+    first = client.post(DISPATCH, headers=wait, json=TEXT)
+    assert _until_ended(client, raw, first.headers["Location"], 60)["status"] == "succeeded"
+
+    redis_server.stop()
+    time.sleep(1)  # the worker meets the outage and keeps retrying
+    redis_server.start()
+    second = client.post(DISPATCH, headers=wait, json=TEXT)
+    assert second.status_code == 202
+    assert _until_ended(client, raw, second.headers["Location"], 60)["status"] == "succeeded"
+
+
 @needs_pg
 def test_database_unreachable_is_503_without_a_trace(redis_server):
     dead = f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/nowhere"
@@ -259,8 +316,8 @@ def _same_port(monkeypatch, port: int) -> None:
     )
 
 
-def _until_ended(client, raw, location) -> dict:
-    deadline = time.monotonic() + 20
+def _until_ended(client, raw, location, seconds: float = 20) -> dict:
+    deadline = time.monotonic() + seconds
     while (record := client.get(location, headers=auth(raw)).get_json())["status"] in {
         "queued",
         "running",
