@@ -76,7 +76,7 @@ def register_logging(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
-    from services import idempotency, queue, quota, recorder
+    from services import idempotency, queue, quota, recorder, storage
     from services.ratelimit import storage_uri
 
     app.config.setdefault("RATELIMIT_STORAGE_URI", storage_uri(app.config.get("REDIS_URL")))
@@ -93,6 +93,7 @@ def register_extensions(app: Flask) -> None:
     recorder.init_app(app)
     queue.init_app(app)
     idempotency.init_app(app)
+    storage.init_app(app)  # refuses to start with incomplete bucket settings
 
 
 _HOOKS = ("before_request_funcs", "after_request_funcs", "teardown_request_funcs")

@@ -15,6 +15,7 @@ from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, settle_l
 from blueprints.api.problems import Problem, from_http_exception, problem_response
 from blueprints.api.schemas import ProblemSchema
 from extensions import db
+from services import storage
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,8 @@ def register_api(app) -> None:
     app.register_error_handler(Exception, _handle_unexpected)
     for outage in OUTAGES:
         app.register_error_handler(outage, _handle_outage)
+    # Run tools store files too: a bucket that is down is a 503 wherever it happens.
+    app.register_error_handler(storage.StorageUnavailable, _handle_storage_unavailable)
     app.before_request(_refuse_large_bodies)
     app.after_request(_api_headers)
 
@@ -163,6 +166,15 @@ def _handle_unexpected(error: Exception):
     if not is_api_request():
         return InternalServerError()
     return problem_response(_limit_first(from_http_exception(InternalServerError())))
+
+
+def _handle_storage_unavailable(error: storage.StorageUnavailable):
+    if not is_api_request():
+        return ServiceUnavailable(retry_after=error.retry_after)
+    problem = Problem(
+        503, "provider_unavailable", error.message, headers={"Retry-After": error.retry_after}
+    )
+    return problem_response(problem)
 
 
 def _handle_outage(error: Exception):

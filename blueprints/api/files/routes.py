@@ -18,13 +18,12 @@ from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from werkzeug.datastructures import ContentRange
-from werkzeug.exceptions import RequestedRangeNotSatisfiable, ServiceUnavailable
+from werkzeug.exceptions import RequestedRangeNotSatisfiable
 from werkzeug.http import parse_range_header
 
-from blueprints.api import is_api_request
 from blueprints.api.docs import API_KEY_SECURITY, PUBLIC, REQUEST_ID_HEADER, problem_responses
 from blueprints.api.pipeline import authenticate
-from blueprints.api.problems import Problem, problem_response
+from blueprints.api.problems import Problem
 from extensions import db
 from models import StoredFile
 from services import storage
@@ -114,24 +113,6 @@ class FileById(MethodView):
             raise _not_found()  # another account's file: never reveal that it exists
         storage.delete(stored)
         db.session.commit()
-
-
-@blp.record_once
-def _init_storage(state) -> None:
-    """Choose and check the storage backend as the app starts (it refuses to with incomplete
-    settings). Run tools store their files through it, and a bucket that is down must be a
-    503 wherever it happens, even in a run endpoint's request: hence an app-wide handler."""
-    storage.init_app(state.app)
-    state.app.register_error_handler(storage.StorageUnavailable, _storage_unavailable)
-
-
-def _storage_unavailable(error: storage.StorageUnavailable):
-    if not is_api_request():
-        return ServiceUnavailable(retry_after=error.retry_after)
-    problem = Problem(
-        503, "provider_unavailable", error.message, headers={"Retry-After": error.retry_after}
-    )
-    return problem_response(problem)
 
 
 def _not_found() -> Problem:
