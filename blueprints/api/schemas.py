@@ -2,6 +2,8 @@
 
 import marshmallow as ma
 
+from models.run import RUN_STATES
+
 
 class ProblemSchema(ma.Schema):
     """RFC 9457 problem details, with this API's stable ``code`` and extensions."""
@@ -32,7 +34,11 @@ class RunResultSchema(ma.Schema):
     run_id = ma.fields.UUID(required=True)
     tool = ma.fields.String(required=True, metadata={"description": "The tool's slug."})
     status = ma.fields.String(
-        required=True, metadata={"enum": ["queued", "running", "succeeded", "failed", "canceled"]}
+        required=True,
+        metadata={
+            "enum": list(RUN_STATES),
+            "description": "`pending` only for a workflow step still waiting for its inputs.",
+        },
     )
     output = ma.fields.Dict(
         required=True,
