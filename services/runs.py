@@ -203,8 +203,13 @@ def credits_for(tool: Tool, output: dict) -> int:
 
 def _run_engine(tool: Tool, inputs: dict, run: Run) -> dict:
     """The engine's output for stored inputs, its files stored and answered as URLs."""
-    output = run_tool(tool, tool_files.load_inputs(tool, inputs))
-    return tool_files.store_outputs(output, account_id=run.account_id, run_id=run.id)
+    loaded = tool_files.load_inputs(tool, inputs)
+    account_id, run_id = run.account_id, run.id
+    # No transaction stays open while the engine works (minutes, for some): an idle one
+    # would hold its locks, and keep a migration or a TRUNCATE waiting, all that time.
+    db.session.commit()
+    output = run_tool(tool, loaded)
+    return tool_files.store_outputs(output, account_id=account_id, run_id=run_id)
 
 
 def fail_unfinished(run_id: str, message: str) -> bool:
