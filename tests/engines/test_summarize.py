@@ -73,10 +73,13 @@ def test_summary_works_in_french(run):
         "printemps prochain. Le projet coûtera environ 85 millions d'euros. Certains habitants "
         "craignent une hausse des loyers."
     )
-    result = run("text-summarizer", text=text, sentences=2, language="fr")
+    # Luhn counts significant words, French stop words left out: no numerical ties, whose
+    # breaking (TextRank's power iteration) changes with the numpy build.
+    result = run("text-summarizer", text=text, sentences=2, language="fr", algorithm="luhn")
     assert result["sentences"] == [
+        "Le conseil municipal a approuvé mardi un plan pour transformer l'ancienne gare en parc "
+        "public.",
         "Le parc comprendra des sentiers, un jardin communautaire et un petit amphithéâtre.",
-        "Certains habitants craignent une hausse des loyers.",
     ]
 
 
