@@ -23,8 +23,8 @@ _REASONS = {
     "field [validation_failed].",
     429: "Per-minute rate limit [rate_limited] or daily quota [quota_exceeded] exhausted; "
     "`Retry-After` says when to try again.",
-    503: "Every provider for the capability is unreachable [provider_unavailable] or a "
-    "dependency is down; transient, see `Retry-After`.",
+    503: "Every provider for the capability is unreachable [provider_unavailable], or Redis "
+    "or the database is [service_unavailable]; transient, see `Retry-After`.",
 }
 
 RATE_LIMIT_HEADERS = {
@@ -52,7 +52,10 @@ REQUEST_ID_HEADER = {
 
 
 def problem_responses(*statuses: int) -> dict:
-    """OpenAPI ``responses`` entries for the given error statuses."""
+    """OpenAPI ``responses`` entries for the given error statuses. An operation that takes a
+    key (401) may always answer 503: the key's limits live in Redis."""
+    if 401 in statuses and 503 not in statuses:
+        statuses = (*statuses, 503)
     responses = {}
     for status in statuses:
         headers = dict(REQUEST_ID_HEADER)

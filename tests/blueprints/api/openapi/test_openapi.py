@@ -52,10 +52,18 @@ def test_authenticated_operations_use_the_key_header_scheme(client):
     assert scheme == {"type": "apiKey", "in": "header", "name": "X-SVC-API-Key"}
     whoami = document["paths"]["/v1/public/whoami"]["get"]
     assert {"ApiKeyHeader": []} in whoami["security"]
-    assert set(whoami["responses"]) == {"200", "401", "429"}
+    assert set(whoami["responses"]) == {"200", "401", "429", "503"}
     problem = whoami["responses"]["401"]["content"]["application/problem+json"]["schema"]
     assert problem == {"$ref": "#/components/schemas/Problem"}
     assert document["paths"]["/v1/tools"]["get"]["security"] == []
+
+
+def test_every_operation_with_a_key_documents_503(client):
+    """A key's limits live in Redis: any operation that takes one answers 503 without it."""
+    for path, item in spec(client)["paths"].items():
+        for method, operation in item.items():
+            if "401" in operation.get("responses", {}):
+                assert "503" in operation["responses"], (method, path)
 
 
 def test_run_endpoints_document_every_refusal(client):
