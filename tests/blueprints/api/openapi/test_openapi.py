@@ -62,7 +62,7 @@ def test_every_operation_with_a_key_documents_503(client):
     """A key's limits live in Redis: any operation that takes one answers 503 without it."""
     for path, item in spec(client)["paths"].items():
         for method, operation in item.items():
-            if "401" in operation.get("responses", {}):
+            if method != "parameters" and "401" in operation.get("responses", {}):
                 assert "503" in operation["responses"], (method, path)
 
 
