@@ -195,8 +195,11 @@ def read_body(*, max_bytes: int) -> tuple[dict, dict[str, FileStorage]]:
 
 
 def json_body() -> dict:
-    """The request body as a JSON object of at most the text limit (413, 415, 400, 422)."""
+    """The request body, required, as a JSON object of at most the text limit (413, 415,
+    400, 422)."""
     body, uploads = read_body(max_bytes=current_app.config["MAX_TEXT_BODY"])
+    if not body and not uploads and not request.get_data(cache=True):
+        raise validation_failed({"": ["The body is required: send a JSON object."]})
     if uploads:
         raise validation_failed({name: ["This endpoint takes no files."] for name in uploads})
     return body

@@ -363,3 +363,11 @@ def test_a_real_worker_delivers_and_retries_on_rqs_scheduler(
     assert delivery["status"] == "succeeded"
     assert [a["status_code"] for a in delivery["attempts"]] == [503, 204]
     assert json.loads(received[1].body)["event"] == "tool.completed"
+
+
+def test_a_put_without_a_body_is_422(client, make_key):
+    raw = make_key()
+    response = client.put("/v1/webhook", headers=auth(raw))
+    assert response.status_code == 422
+    assert response.get_json()["errors"] == {"": ["The body is required: send a JSON object."]}
+    assert client.put("/v1/webhook", headers=auth(raw), json={}).status_code == 200
