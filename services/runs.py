@@ -205,11 +205,22 @@ def _run_engine(tool: Tool, inputs: dict, run: Run) -> dict:
     """The engine's output for stored inputs, its files stored and answered as URLs."""
     loaded = tool_files.load_inputs(tool, inputs)
     account_id, run_id = run.account_id, run.id
-    # No transaction stays open while the engine works (minutes, for some): an idle one
-    # would hold its locks, and keep a migration or a TRUNCATE waiting, all that time.
-    db.session.commit()
+    _end_transaction()
     output = run_tool(tool, loaded)
     return tool_files.store_outputs(output, account_id=account_id, run_id=run_id)
+
+
+def _end_transaction() -> None:
+    """End the session's transaction before an engine works (minutes, for some): an idle
+    one would hold its locks, and keep a migration or a TRUNCATE waiting, all that time.
+    What was loaded stays loaded: reading it again after the engine would cost a query,
+    and the run's end is a conditional update that never trusts it."""
+    session = db.session()
+    keep, session.expire_on_commit = session.expire_on_commit, False
+    try:
+        session.commit()
+    finally:
+        session.expire_on_commit = keep
 
 
 def fail_unfinished(run_id: str, message: str) -> bool:
