@@ -6,32 +6,35 @@ tool in the catalogue names its engine and the engine parameters it runs with.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from engines import (
-    audio,
-    code,
-    convert,
-    documents,
-    imagegen,
-    imagekit,
-    images,
-    llm,
-    ocr,
-    productions,
-    seo,
-    speech,
-    summarize,
-    text_analysis,
-    textkit,
-    video,
-    vision,
-    webpage,
-)
 from engines.base import Engine, EngineError, ProviderUnavailable
 
 if TYPE_CHECKING:
     from catalogue import Tool
+
+# The modules that hold engines, each in an ``ENGINES`` tuple.
+_MODULES = (
+    "audio",
+    "code",
+    "convert",
+    "documents",
+    "imagegen",
+    "imagekit",
+    "images",
+    "llm",
+    "ocr",
+    "productions",
+    "seo",
+    "speech",
+    "summarize",
+    "text_analysis",
+    "textkit",
+    "video",
+    "vision",
+    "webpage",
+)
 
 __all__ = [
     "Engine",
@@ -45,27 +48,8 @@ __all__ = [
 
 def _build_registry() -> dict[str, Engine]:
     registry: dict[str, Engine] = {}
-    modules = (
-        audio,
-        code,
-        convert,
-        documents,
-        imagegen,
-        imagekit,
-        images,
-        llm,
-        ocr,
-        productions,
-        seo,
-        speech,
-        summarize,
-        text_analysis,
-        textkit,
-        video,
-        vision,
-        webpage,
-    )
-    for module in modules:
+    for name in _MODULES:
+        module = importlib.import_module(f"engines.{name}")
         for engine in module.ENGINES:
             if engine.name in registry:
                 raise RuntimeError(f"Two engines are named {engine.name}.")
