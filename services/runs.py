@@ -216,6 +216,8 @@ def _end_transaction() -> None:
     What was loaded stays loaded: reading it again after the engine would cost a query,
     and the run's end is a conditional update that never trusts it."""
     session = db.session()
+    if not session.in_transaction():  # an inline run of a text tool: nothing to end
+        return
     keep, session.expire_on_commit = session.expire_on_commit, False
     try:
         session.commit()
