@@ -1,5 +1,6 @@
 """Fixtures: the app on PostgreSQL and Redis (required in CI), the embedded default, keys."""
 
+import contextlib
 import itertools
 import os
 import socket
@@ -122,6 +123,28 @@ def embedded_app(tmp_path):
     with app.app_context():
         upgrade()
     yield from _clean(app)
+
+
+@contextlib.contextmanager
+def embedded_app_at(path, **settings):
+    """An app on the embedded default (the SQLite file ``path``, no Redis) for a module's
+    tests to share; ``settings`` override the test configuration."""
+    app = create_app(
+        app_config(
+            REDIS_URL=None,
+            RATELIMIT_STORAGE_URI="memory://",
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}",
+            **settings,
+        )
+    )
+    with app.app_context():
+        upgrade()
+    try:
+        yield app
+    finally:
+        keys.forget()
+        with app.app_context():
+            db.engine.dispose()
 
 
 def _clean(app):

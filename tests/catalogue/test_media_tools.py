@@ -13,15 +13,13 @@ import wave
 from pathlib import Path
 
 import pytest
-from flask_migrate import upgrade
 from jsonschema import Draft202012Validator
 
-from app import create_app
 from catalogue import load_catalogue
 from engines.blob import Blob
 from extensions import db
 from services import accounts, keys
-from tests.conftest import app_config, auth
+from tests.conftest import auth, embedded_app_at
 from tests.engines import fixtures
 
 DISPATCH = "/v1/tools/run"
@@ -45,19 +43,8 @@ DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.docu
 
 @pytest.fixture(scope="module")
 def media_app(tmp_path_factory):
-    app = create_app(
-        app_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path_factory.mktemp('media') / 'runs.db'}",
-            REDIS_URL=None,
-            RATELIMIT_STORAGE_URI="memory://",
-        )
-    )
-    with app.app_context():
-        upgrade()
-    yield app
-    keys.forget()
-    with app.app_context():
-        db.engine.dispose()
+    with embedded_app_at(tmp_path_factory.mktemp("media") / "runs.db") as app:
+        yield app
 
 
 _emails = itertools.count(1)

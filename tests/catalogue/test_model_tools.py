@@ -12,15 +12,13 @@ import re
 import time
 
 import pytest
-from flask_migrate import upgrade
 from jsonschema import Draft202012Validator
 
-from app import create_app
 from catalogue import Tool, load_catalogue
 from engines import llm, local_llm, providers
 from extensions import db
 from services import accounts, keys
-from tests.conftest import app_config, auth
+from tests.conftest import auth, embedded_app_at
 from tests.fakes import FakeOpenAI
 
 MODEL_TOOLS = sorted(tool.slug for tool in load_catalogue() if tool.engine == "llm.chat")
@@ -158,45 +156,23 @@ def fake():
         yield server
 
 
-def _embedded_app(path, **settings):
-    app = create_app(
-        app_config(
-            REDIS_URL=None,
-            RATELIMIT_STORAGE_URI="memory://",
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}",
-            **settings,
-        )
-    )
-    with app.app_context():
-        upgrade()
-    return app
-
-
 @pytest.fixture(scope="module")
 def provider_app(fake, tmp_path_factory):
     """The embedded default with FakeOpenAI as the model provider."""
-    app = _embedded_app(
+    with embedded_app_at(
         tmp_path_factory.mktemp("provider") / "runs.db",
         AI_BASE_URL=fake.base_url,
         AI_API_KEY="sk-test",
         AI_TIMEOUT_SECONDS=5.0,
-    )
-    yield app
-    _close(app)
+    ) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
 def local_app(tmp_path_factory):
     """The embedded default with no provider: the embedded model serves text tools."""
-    app = _embedded_app(tmp_path_factory.mktemp("local") / "runs.db", AI_BASE_URL=None)
-    yield app
-    _close(app)
-
-
-def _close(app):
-    keys.forget()
-    with app.app_context():
-        db.engine.dispose()
+    with embedded_app_at(tmp_path_factory.mktemp("local") / "runs.db", AI_BASE_URL=None) as app:
+        yield app
 
 
 _emails = itertools.count(1)

@@ -16,8 +16,8 @@ from catalogue import Tool, load_catalogue
 from engines import imagegen, llm, providers, vision
 from extensions import db
 from services import accounts, keys
-from tests.catalogue.test_model_tools import _close, _embedded_app, near_duplicates
-from tests.conftest import auth
+from tests.catalogue.test_model_tools import near_duplicates
+from tests.conftest import auth, embedded_app_at
 from tests.fakes import FakeOpenAI
 
 DISPATCH = "/v1/tools/run"
@@ -140,22 +140,20 @@ def fake():
 
 @pytest.fixture(scope="module")
 def provider_app(fake, tmp_path_factory):
-    app = _embedded_app(
+    with embedded_app_at(
         tmp_path_factory.mktemp("images") / "runs.db",
         AI_BASE_URL=fake.base_url,
         AI_API_KEY="sk-test",
         AI_TIMEOUT_SECONDS=5.0,
-    )
-    yield app
-    _close(app)
+    ) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
 def bare_app(tmp_path_factory):
     """No model provider at all."""
-    app = _embedded_app(tmp_path_factory.mktemp("bare") / "runs.db", AI_BASE_URL=None)
-    yield app
-    _close(app)
+    with embedded_app_at(tmp_path_factory.mktemp("bare") / "runs.db", AI_BASE_URL=None) as app:
+        yield app
 
 
 _emails = itertools.count(1)

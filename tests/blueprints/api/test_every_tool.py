@@ -9,17 +9,15 @@ provider and media tools are run through the API by the tests/catalogue files na
 import itertools
 
 import pytest
-from flask_migrate import upgrade
 from jsonschema import Draft202012Validator
 
-from app import create_app
 from catalogue import load_catalogue
 from extensions import db
 from services import accounts, keys
 from tests.catalogue.test_media_tools import MEDIA_TOOLS
 from tests.catalogue.test_model_tools import MODEL_TOOLS
 from tests.catalogue.test_provider_image_tools import GENERATORS, VISION
-from tests.conftest import app_config, auth
+from tests.conftest import auth, embedded_app_at
 from tests.engines.test_registry import DETERMINISTIC_SLUGS, ILLUSTRATIVE_ENGINES, _as_file
 
 DISPATCH = "/v1/tools/run"
@@ -29,19 +27,8 @@ UNLIMITED = 10_000_000
 
 @pytest.fixture(scope="module")
 def every_tool_app(tmp_path_factory):
-    app = create_app(
-        app_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path_factory.mktemp('every') / 'runs.db'}",
-            REDIS_URL=None,
-            RATELIMIT_STORAGE_URI="memory://",
-        )
-    )
-    with app.app_context():
-        upgrade()
-    yield app
-    keys.forget()
-    with app.app_context():
-        db.engine.dispose()
+    with embedded_app_at(tmp_path_factory.mktemp("every") / "runs.db") as app:
+        yield app
 
 
 _emails = itertools.count(1)
