@@ -6,13 +6,16 @@ body parses (400) → ... → quota (429, in services/runs.py). Each step raises
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import current_app, g, request
 from werkzeug.datastructures import FileStorage
 
 from blueprints.api.problems import Problem, problem_response
+from extensions import db
 from services import clock, idempotency, keys, quota, ratelimit, runs
 from services.keys import KeyContext
 from services.plans import upgrade_url
@@ -203,6 +206,18 @@ def json_body() -> dict:
     if uploads:
         raise validation_failed({name: ["This endpoint takes no files."] for name in uploads})
     return body
+
+
+def cancel_or_409(run: Any, cancel: Callable[[Any], bool]) -> None:
+    """Cancel a tool or workflow run with ``cancel`` and commit; 409 once it has ended."""
+    if not cancel(run):
+        db.session.rollback()
+        raise Problem(
+            409,
+            "run_not_cancelable",
+            f"The run has already ended ({run.status}); it cannot be canceled.",
+        )
+    db.session.commit()
 
 
 def validation_failed(errors: dict[str, list[str]]) -> Problem:

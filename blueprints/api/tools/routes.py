@@ -16,6 +16,7 @@ from blueprints.api.docs import (
 from blueprints.api.pipeline import (
     admit_run,
     authenticate,
+    cancel_or_409,
     parse_prefer,
     read_body,
     require_api_access,
@@ -355,12 +356,5 @@ class RunCancel(MethodView):
         """Cancel a queued or running tool run (409 once it has ended); its quota is released."""
         authenticate()
         run = own_run(run_id)
-        if not runs.cancel(run):
-            db.session.rollback()
-            raise Problem(
-                409,
-                "run_not_cancelable",
-                f"The run has already ended ({run.status}); it cannot be canceled.",
-            )
-        db.session.commit()
+        cancel_or_409(run, runs.cancel)
         return run_record(run)

@@ -6,6 +6,7 @@ from blueprints.api.docs import API_KEY_SECURITY, IDEMPOTENCY_KEY_HEADER, PUBLIC
 from blueprints.api.pipeline import (
     admit_run,
     authenticate,
+    cancel_or_409,
     read_body,
     require_api_access,
     require_plan,
@@ -228,12 +229,5 @@ class WorkflowRunCancel(MethodView):
         """Cancel a workflow run: no further step starts; unfinished steps' quota is released."""
         authenticate()
         run = own_workflow_run(run_id)
-        if not workflows.cancel(run):
-            db.session.rollback()
-            raise Problem(
-                409,
-                "run_not_cancelable",
-                f"The run has already ended ({run.status}); it cannot be canceled.",
-            )
-        db.session.commit()
+        cancel_or_409(run, workflows.cancel)
         return run_record(run)
