@@ -1,10 +1,13 @@
 """A runner that goes through the tool exactly as the API does and checks the output schema."""
 
 import pytest
+from flask import Flask
 from jsonschema import Draft202012Validator
 
 from catalogue import load_catalogue
-from engines import run_tool
+from config import Config
+from engines import providers, run_tool
+from tests.fakes import FakeOpenAI
 
 
 def run_checked(slug: str, **inputs) -> dict:
@@ -19,3 +22,35 @@ def run_checked(slug: str, **inputs) -> dict:
 def run():
     """``run(slug, **inputs)``: validate, fill defaults, run, check the output schema."""
     return run_checked
+
+
+# --- engines on the model provider: a fake OpenAI-compatible server, no retry pauses ------
+
+
+@pytest.fixture
+def no_provider_waits(monkeypatch):
+    """Retries without their back-off pauses, and every circuit breaker closed."""
+    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    providers.reset_breakers()
+    yield
+    providers.reset_breakers()
+
+
+@pytest.fixture
+def fake():
+    with FakeOpenAI() as server:
+        yield server
+
+
+def app_with(base_url):
+    """A bare app whose settings name ``base_url`` as the model provider (None: no provider)."""
+    app = Flask(__name__)
+    app.config.from_object(Config)
+    app.config.update({"AI_BASE_URL": base_url, "AI_TIMEOUT_SECONDS": 2.0})
+    return app
+
+
+@pytest.fixture
+def ai_app(fake):
+    with app_with(fake.base_url).app_context() as context:
+        yield context

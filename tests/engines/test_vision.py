@@ -4,14 +4,13 @@ import base64
 import json
 
 import pytest
-from flask import Flask
 from jsonschema import Draft202012Validator
 
 from config import Config
 from engines import llm, local_llm, providers, vision
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
-from tests.fakes import FakeOpenAI
+from tests.engines.conftest import app_with
 from tests.fakes.openai_server import make_png
 
 PNG = make_png(4, 3, b"\x10\x20\x30")
@@ -34,31 +33,7 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
-    providers.reset_breakers()
-    yield
-    providers.reset_breakers()
-
-
-@pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-def app_with(base_url):
-    app = Flask(__name__)
-    app.config.from_object(Config)
-    app.config.update({"AI_BASE_URL": base_url, "AI_TIMEOUT_SECONDS": 2.0})
-    return app
-
-
-@pytest.fixture
-def ai_app(fake):
-    with app_with(fake.base_url).app_context() as context:
-        yield context
+pytestmark = pytest.mark.usefixtures("no_provider_waits")
 
 
 def sent(fake, index=0):
