@@ -4,14 +4,14 @@ A limited request should cost one Redis round trip (DESIGN.md section 14). flask
 fixed window reads the window's count and expiry with two more calls after the hit; whoami
 needs the day's usage too, and a run reserves the day's quota. ``WindowRedisStorage``
 answers all of that from the one script that spends the hit (the reservation is made only
-when the hit is within the limit), and keeps the answers for the rest of the request.
+when the hit is within the limit), so the window's figures need no more calls.
 """
 
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import cache
 
-from flask import g, has_app_context
 from limits import RateLimitItemPerMinute
 from limits.storage import RedisStorage
 
@@ -42,8 +42,8 @@ return answer
 
 
 class WindowRedisStorage(RedisStorage):
-    """Redis storage whose ``incr`` also answers the window's expiry (and, when asked, one
-    usage hash), remembered for the rest of the request."""
+    """Redis storage whose ``incr`` also answers the window's expiry (and, when asked, a
+    day's usage hash) to the ``spend_minute`` call it serves."""
 
     STORAGE_SCHEME = ["svc+redis", "svc+rediss"]
 
@@ -56,28 +56,18 @@ class WindowRedisStorage(RedisStorage):
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         key = self.prefixed_key(key)
-        along: _Along | None = g.get("_limit_along") if has_app_context() else None
+        exchange = _exchange.get()
+        along = exchange.along if exchange is not None else None
         if along is None:
             answer = self._hit([key], [expiry, amount])
         else:
             answer = self._hit([key, along.hash_key], [expiry, amount, *along.args])
-        current, ttl = int(answer[0]), max(int(answer[1]), 0)
-        if has_app_context():
-            g.setdefault("_limit_windows", {})[key] = (current, ttl + time.time())
-            if along is not None and len(answer) > 2:
-                g._limit_along_answer = (int(answer[2]), int(answer[3]))
+        current = int(answer[0])
+        if exchange is not None:
+            exchange.window = (current, max(int(answer[1]), 0) + time.time())
+            if len(answer) > 2:
+                exchange.along_answer = (int(answer[2]), int(answer[3]))
         return current
-
-    def _seen(self, key: str):
-        return g.get("_limit_windows", {}).get(key) if has_app_context() else None
-
-    def get(self, key: str) -> int:
-        seen = self._seen(self.prefixed_key(key))
-        return seen[0] if seen else super().get(key)
-
-    def get_expiry(self, key: str) -> float:
-        seen = self._seen(self.prefixed_key(key))
-        return seen[1] if seen else super().get_expiry(key)
 
 
 @dataclass(frozen=True)
@@ -86,6 +76,20 @@ class _Along:
 
     hash_key: str
     args: tuple
+
+
+@dataclass
+class _Exchange:
+    """What ``spend_minute`` hands the storage through flask-limiter's strategy, and what a
+    ``WindowRedisStorage`` answers besides the count: the window's (count, reset time) and
+    the answer of ``along``."""
+
+    along: _Along | None
+    window: tuple[int, float] | None = None
+    along_answer: tuple[int, int] | None = None
+
+
+_exchange: ContextVar[_Exchange | None] = ContextVar("limit_exchange", default=None)
 
 
 @dataclass(frozen=True)
@@ -124,14 +128,19 @@ def spend_minute(
     elif reserve is not None:
         args = ("reserve", reserve.n, reserve.limit, reserve.ttl, reserve.credits, per_minute)
         along = _Along(reserve.hash_key, args)
-    g._limit_along = along
+    exchange = _Exchange(along)
+    token = _exchange.set(exchange)
     try:
         allowed = limiter.limiter.hit(item, "api-key", identifier)
-        reset_at, remaining = limiter.limiter.get_window_stats(item, "api-key", identifier)
     finally:
-        g._limit_along = None
-    answer = g.pop("_limit_along_answer", None)
+        _exchange.reset(token)
+    if exchange.window is not None:
+        current, reset_at = exchange.window
+        remaining = max(0, per_minute - current)
+    else:  # a storage that answers the count alone (memory://, the embedded default)
+        reset_at, remaining = limiter.limiter.get_window_stats(item, "api-key", identifier)
     window = MinuteWindow(allowed, per_minute, remaining, reset_at)
+    answer = exchange.along_answer
     if answer is None:
         return window
     if read_usage is not None:
