@@ -3,13 +3,14 @@
 import logging
 import re
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from inspect import iscoroutinefunction
 from typing import Any
 
 from flask import Flask, g, request
-from sqlalchemy import event
+from sqlalchemy import event, exc
 
 import config
 from extensions import db, limiter, login_manager, migrate
@@ -83,9 +84,11 @@ def register_extensions(app: Flask) -> None:
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
         config.INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
     db.init_app(app)
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        with app.app_context():
+    with app.app_context():
+        if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
             event.listen(db.engine, "connect", _sqlite_pragmas)
+        else:
+            _ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE"])
     migrate.init_app(app, db, directory=str(config.INSTANCE_DIR.parent / "migrations"))
     login_manager.init_app(app)
     _init_limiter(app)
@@ -125,6 +128,32 @@ def _sqlite_pragmas(connection, _record) -> None:
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _ping_idle_connections(engine, idle_seconds: float) -> None:
+    """Check a pooled connection before use when it has been idle ``idle_seconds`` or more.
+
+    SQLAlchemy's ``pool_pre_ping`` pings on every checkout, and a session checks a
+    connection out for every transaction: a workflow step's claim and its end paid a round
+    trip each for it. A connection back in use within the second gets no ping; one idle
+    longer (a database restarted meanwhile, a connection dropped) is pinged, and replaced
+    when the database has gone. A disconnect found by a statement invalidates the pool.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _idle_from(_dbapi_connection, record) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_connection, record, _proxy) -> None:
+        if time.monotonic() - record.info.get("idle_since", float("-inf")) < idle_seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as error:
+            if engine.dialect.is_disconnect(error, dbapi_connection, None):
+                raise exc.DisconnectionError(str(error)) from error
+            raise
 
 
 def register_catalogue(app: Flask) -> None:

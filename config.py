@@ -55,7 +55,9 @@ class Config:
     ENV_NAME = "production"
     SECRET_KEY: str | None = None
     SQLALCHEMY_DATABASE_URI = ""
-    SQLALCHEMY_ENGINE_OPTIONS: dict = {"pool_pre_ping": True}
+    SQLALCHEMY_ENGINE_OPTIONS: dict = {}
+    # A pooled database connection idle this long is pinged before use (app.py).
+    DB_PING_AFTER_IDLE = 1.0
     REDIS_URL: str | None = None
     AI_BASE_URL: str | None = None
     AI_API_KEY: str | None = None

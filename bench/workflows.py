@@ -147,7 +147,7 @@ def run_once(app, context, workflow, receiver: Receiver) -> tuple[float, float, 
         run_id = run.id
         db.session.commit()
         for step in queued:
-            enqueue_step(step, run_id)
+            enqueue_step(step, run_id, first=True)
         arrival = receiver.wait(run_id)
         record = db.session.get(WorkflowRun, run_id)
         assert record.status == "succeeded", record.error

@@ -21,15 +21,20 @@ log = logging.getLogger(__name__)
 STEP_TIMEOUT = 600
 
 
-def run_step_job(run_id: str, workflow_run_id: str) -> None:
-    """Run one workflow step, then start the steps it unblocked or end the workflow."""
-    workflows.begin_step(workflow_run_id)  # committed with the step's claim
-    run = runs.execute(run_id)
-    db.session.commit()
+def run_step_job(run_id: str, workflow_run_id: str, first: bool = False) -> None:
+    """Run one workflow step, then start the steps it unblocked or end the workflow: the
+    step's end and that advance are one transaction, under the workflow run's lock.
+    ``first``: a step the run started with (it marks the run running)."""
+    if first:
+        workflows.begin_step(workflow_run_id)  # committed with the step's claim
+    held: list[workflows.Held | None] = []
+    run = runs.execute(run_id, before_end=lambda: held.append(workflows.lock(workflow_run_id)))
     if run is not None:
         log.info("step %s (%s) of workflow run %s ended %s", run.step_id, run.tool_slug,
                  workflow_run_id, run.status)  # fmt: skip
-    advance_workflow(workflow_run_id)
+        if held and held[0] is not None:
+            held[0].ended(run)
+    dispatch(workflows.advance(workflow_run_id, held=held[0] if held else None))
 
 
 def fail_abandoned_step(run_id: str) -> None:
@@ -59,11 +64,14 @@ def dispatch(progress: Progress) -> None:
         log.info("workflow run %s: %s", progress.workflow_run_id, progress.event["event"])
 
 
-def enqueue_step(run_id: str, workflow_run_id: str) -> None:
+def enqueue_step(run_id: str, workflow_run_id: str, *, first: bool = False) -> None:
+    """Queue a step's job (after the commit that queued its run); ``first``: a step the
+    workflow run starts with."""
     dispatcher().enqueue(
         run_step_job,
         run_id,
         workflow_run_id,
+        first,
         job_id=run_id,
         timeout=STEP_TIMEOUT,
         on_failure=fail_abandoned_step,

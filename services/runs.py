@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app
-from sqlalchemy import update
+from sqlalchemy import select, update
+from sqlalchemy.orm.attributes import set_committed_value
 
 from catalogue import Tool, load_catalogue
 from engines import EngineError, ProviderUnavailable, get_engine, run_tool
 from extensions import db
-from models import TERMINAL_STATES, Run
+from models import TERMINAL_STATES, Account, Run
 from models.base import new_uuid
 from services import clock, quota, tool_files, usage
 from services.keys import KeyContext
@@ -147,21 +148,20 @@ def submit(
     return RunResult(run, reservation)
 
 
-def execute(run_id: str) -> Run | None:
+def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> Run | None:
     """The job's work: run a queued run to its end. Returns the run, or None when this call
     did not end it: it was canceled (or taken by another worker) before it started, or it
     ended meanwhile (canceled, or failed by the sweep), its late result discarded; its end
-    was then announced by whoever ended it."""
-    started_at = clock.now()
-    claimed = db.session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.status == "queued")
-        .values(status="running", started_at=started_at)
-    )
-    db.session.commit()
-    if claimed.rowcount != 1:
+    was then announced by whoever ended it.
+
+    The claim is committed before the engine works; the end is left to the caller's commit.
+    ``before_end`` is called just before the end is written, in the transaction that writes
+    it: a workflow step locks its workflow run there, so that the step's end and the advance
+    it leads to are one transaction."""
+    claimed = _claim(run_id)
+    if claimed is None:
         return None
-    run = db.session.get(Run, run_id)
+    run, free_calls_used = claimed
     started = time.perf_counter()
     try:
         tool = find_tool(run.tool_slug)
@@ -170,22 +170,51 @@ def execute(run_id: str) -> Run | None:
         output = tool.sample_output() if run.sandbox else _run_engine(tool, run.input, run)
     except Exception as error:
         kind, message, retry_after = _classify(error)
+        if before_end is not None:
+            before_end()
         ended = _conclude(run, started, "failed", error=_error(kind, message, retry_after))
         return run if ended else None
+    if before_end is not None:
+        before_end()
     credits, free = 0, False
     if not run.sandbox:
-        free = usage.claim_free_call(run.account_id)
+        # The count only grows: an account past its free calls needs no claim.
+        free = free_calls_used < usage.FREE_CALLS and usage.claim_free_call(run.account_id)
         credits = 0 if free else credits_for(tool, output)
     if not _conclude(run, started, "succeeded", output=output, credits=credits):
         return None
     if not run.sandbox:
         quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
-        db.session.add(
+        usage.record(
             usage.usage_event(
                 run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
             )
         )
     return run
+
+
+# The run's account's count of free calls used, read where the claim writes.
+_FREE_CALLS_USED = (
+    select(Account.free_calls_used).where(Account.id == Run.account_id).scalar_subquery()
+)
+
+
+def _claim(run_id: str) -> tuple[Run, int] | None:
+    """Move a queued run to running, committed; with its account's count of free calls
+    used. None when it is not queued (canceled, or taken by another worker)."""
+    session = db.session()
+    if not session.in_transaction():
+        # The claim is one statement: let it commit itself (no BEGIN and COMMIT to wait for).
+        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    claimed = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == "queued")
+        .values(status="running", started_at=clock.now())
+        .returning(Run, _FREE_CALLS_USED)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    ).first()
+    _end_transaction()
+    return None if claimed is None else tuple(claimed)
 
 
 def find_tool(slug: str) -> Tool | None:
@@ -271,9 +300,11 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
         .values(**values)
         .execution_options(synchronize_session=False)
     )
-    db.session.refresh(run)
     if moved.rowcount != 1:
+        db.session.refresh(run)  # what ended it
         return False
+    for name, value in values.items():  # as written: no query to read them back
+        set_committed_value(run, name, value)
     if status != "succeeded" and not run.sandbox and run.api_key_id:
         quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
     return True

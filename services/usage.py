@@ -1,6 +1,6 @@
 """Credits: the usage ledger and the first free calls of a paid account."""
 
-from sqlalchemy import update
+from sqlalchemy import insert, update
 
 from extensions import db
 from models import Account, UsageEvent
@@ -43,6 +43,18 @@ def usage_event(
         free_call=free_call,
         created_at=moment,
     )
+
+
+def record(event: UsageEvent) -> None:
+    """Write a ledger row in the session's transaction now (a plain INSERT: no unit of work
+    for a row nothing reads back)."""
+    db.session.execute(
+        insert(UsageEvent.__table__),
+        {column.key: getattr(event, column.key) for column in _LEDGER_COLUMNS},
+    )
+
+
+_LEDGER_COLUMNS = [column for column in UsageEvent.__table__.columns if not column.primary_key]
 
 
 def free_calls_remaining(account_free_calls_used: int) -> int:

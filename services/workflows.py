@@ -181,8 +181,8 @@ def step_runs(workflow_run_id: str) -> list[Run]:
 
 
 def begin_step(workflow_run_id: str) -> None:
-    """A step is about to run: mark its workflow run running (if it was queued). Left to
-    the caller's next commit (the step's claim), so a step costs no commit of its own."""
+    """A first step is about to run: mark its workflow run running (if it was queued). Left
+    to the caller's next commit (the step's claim), so a step costs no commit of its own."""
     db.session.execute(
         update(WorkflowRun)
         .where(WorkflowRun.id == workflow_run_id, WorkflowRun.status == "queued")
@@ -190,24 +190,89 @@ def begin_step(workflow_run_id: str) -> None:
     )
 
 
-def advance(workflow_run_id: str) -> Progress:
+@dataclass(frozen=True)
+class StepState:
+    """What advancing reads of a step (plain values: every step's end reads them all)."""
+
+    id: str
+    step_id: str
+    tool_slug: str
+    status: str
+    output: dict | None
+    error: dict | None
+
+
+@dataclass
+class Held:
+    """A workflow run as ``lock`` read it, with its steps."""
+
+    id: str
+    status: str
+    workflow_id: str
+    input: str | dict
+    steps: dict[str, StepState]
+
+    def ended(self, step: Run) -> None:
+        """Note the end of a step that this transaction wrote after the lock read it."""
+        self.steps[step.step_id] = StepState(
+            step.id, step.step_id, step.tool_slug, step.status, step.output, step.error
+        )
+
+
+_RUNS, _WORKFLOW_RUNS = Run.__table__, WorkflowRun.__table__
+_STEP_FIELDS = ("id", "step_id", "tool_slug", "status", "output", "error")
+_STEPS = select(*(_RUNS.c[name] for name in _STEP_FIELDS))
+
+
+def lock(workflow_run_id: str) -> Held | None:
+    """The workflow run and its steps as stored now, the run locked until the transaction
+    ends. Whatever moves a workflow run or its steps takes this lock first (``advance``, a
+    step's end in ``jobs.workflows``; ``cancel`` by its first update), so two steps ending
+    at once in two workers advance one after the other: the second sees the first's end,
+    and their shared dependent is queued once, never zero times. None when there is no
+    such run.
+
+    The lock is an update that changes nothing: on PostgreSQL it takes the row's lock, on
+    SQLite the database's write lock (a read would not: it is not part of the transaction
+    there). The steps are read after it, by a statement of their own: one that waited for
+    the lock would see the rows it joins as they were before it waited."""
+    row = db.session.execute(
+        update(_WORKFLOW_RUNS)
+        .where(_WORKFLOW_RUNS.c.id == workflow_run_id)
+        .values(status=_WORKFLOW_RUNS.c.status)
+        .returning(_WORKFLOW_RUNS.c.status, _WORKFLOW_RUNS.c.workflow_id, _WORKFLOW_RUNS.c.input)
+    ).first()
+    if row is None:
+        return None
+    steps = db.session.execute(_STEPS.where(_RUNS.c.workflow_run_id == workflow_run_id))
+    return Held(
+        workflow_run_id,
+        row.status,
+        row.workflow_id,
+        row.input,
+        {step.step_id: StepState(*step) for step in steps},
+    )
+
+
+def advance(workflow_run_id: str, *, held: Held | None = None) -> Progress:
     """Queue the steps whose dependencies all succeeded, or end the run: failed if a step
     failed or was canceled, succeeded (with its output) once every step succeeded. Safe to
-    call at any time and any number of times."""
+    call at any time and any number of times. ``held``: what ``lock`` gave the caller's
+    transaction (which holds the lock), with the ends it wrote since."""
     progress = Progress(workflow_run_id)
-    run = db.session.get(WorkflowRun, workflow_run_id, populate_existing=True)
-    if run is None or run.status in TERMINAL_STATES:
+    held = held or lock(workflow_run_id)
+    if held is None or held.status in TERMINAL_STATES:
         return progress
-    workflow = find_workflow(run.workflow_id)
-    steps = {step.step_id: step for step in step_runs(run.id)}
+    workflow = find_workflow(held.workflow_id)
+    steps = held.steps
     if workflow is None or set(steps) != {step.id for step in workflow.steps}:
-        return _fail(run, steps, None, f"The workflow {run.workflow_id} has changed or is gone.")
+        return _fail(held, None, f"The workflow {held.workflow_id} has changed or is gone.")
     broken = next((steps[s.id] for s in workflow.steps if steps[s.id].status in _FAILED), None)
     if broken is not None:
-        return _fail(run, steps, broken, _step_message(broken))
+        return _fail(held, broken.id, _step_message(broken))
     if all(step.status == "succeeded" for step in steps.values()):
-        return _complete(run, workflow, steps)
-    document = _document(run, steps)
+        return _complete(held, workflow)
+    document = _document(held)
     for step in workflow.steps:
         step_run = steps[step.id]
         if step_run.status != "pending":
@@ -217,11 +282,12 @@ def advance(workflow_run_id: str) -> Progress:
         try:
             inputs = step_inputs(step, step.resolve(document))
         except (MissingValue, StepInputRefused) as refused:
-            runs.fail(step_run, "input", f"The inputs made for this step do not fit: {refused}.")
-            return _fail(run, steps, step_run, _step_message(step_run))
+            culprit = db.session.get(Run, step_run.id)
+            runs.fail(culprit, "input", f"The inputs made for this step do not fit: {refused}.")
+            return _fail(held, culprit.id, _step_message(culprit))
         queued = db.session.execute(
-            update(Run)
-            .where(Run.id == step_run.id, Run.status == "pending")
+            update(_RUNS)
+            .where(_RUNS.c.id == step_run.id, _RUNS.c.status == "pending")
             .values(status="queued", input=inputs)
         )
         if queued.rowcount == 1:
@@ -238,7 +304,12 @@ def cancel(run: WorkflowRun) -> bool:
     return True
 
 
-def _fail(run: WorkflowRun, steps: dict, culprit: Run | None, message: str) -> Progress:
+def _fail(held: Held, culprit_id: str | None, message: str) -> Progress:
+    """Fail the run because of the step run ``culprit_id`` (None: the workflow itself) and
+    cancel its unfinished steps; the steps that succeeded keep what they made."""
+    run = db.session.get(WorkflowRun, held.id)
+    steps = step_runs(run.id)
+    culprit = next((step for step in steps if step.id == culprit_id), None)
     kind = "canceled" if culprit is not None and culprit.status == "canceled" else "internal"
     error = {**((culprit.error if culprit else None) or {"code": kind}), "message": message}
     if culprit is not None:
@@ -246,17 +317,18 @@ def _fail(run: WorkflowRun, steps: dict, culprit: Run | None, message: str) -> P
     progress = Progress(run.id)
     if not _conclude(run, "failed", error=error):
         return progress
-    _cancel_unfinished(steps.values())
+    _cancel_unfinished(steps)
     tool = culprit.tool_slug if culprit is not None else run.workflow_id
     progress.event, progress.key_id = workflow_event(run, run.workflow_id, tool), run.api_key_id
     return progress
 
 
-def _complete(run: WorkflowRun, workflow: Workflow, steps: dict) -> Progress:
+def _complete(held: Held, workflow: Workflow) -> Progress:
     try:
-        output = workflow.resolve_output(_document(run, steps))
+        output = workflow.resolve_output(_document(held))
     except MissingValue as missing:
-        return _fail(run, steps, None, f"The workflow's output {missing.pointer} is missing.")
+        return _fail(held, None, f"The workflow's output {missing.pointer} is missing.")
+    run = db.session.get(WorkflowRun, held.id)
     progress = Progress(run.id)
     if _conclude(run, "succeeded", output=output):
         progress.event = workflow_event(run, run.workflow_id, workflow.final_step.tool)
@@ -270,17 +342,21 @@ def _cancel_unfinished(steps) -> None:
             runs.cancel(step)
 
 
-def _step_message(step: Run) -> str:
+def _step_message(step: Run | StepState) -> str:
     if step.status == "canceled":
         return f"The step {step.step_id} ({step.tool_slug}) was canceled."
     reason = (step.error or {}).get("message", "it failed")
     return f"The step {step.step_id} ({step.tool_slug}) failed: {reason}"
 
 
-def _document(run: WorkflowRun, steps: dict) -> dict:
+def _document(held: Held) -> dict:
     """What pointers read: the input and the output of every step that succeeded."""
-    outputs = {sid: {"output": s.output} for sid, s in steps.items() if s.status == "succeeded"}
-    return {"input": run.input, "steps": outputs}
+    outputs = {
+        sid: {"output": step.output}
+        for sid, step in held.steps.items()
+        if step.status == "succeeded"
+    }
+    return {"input": held.input, "steps": outputs}
 
 
 def _conclude(run: WorkflowRun, status: str, **fields) -> bool:

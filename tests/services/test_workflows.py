@@ -2,9 +2,11 @@
 fit, and terminal states that never change (services/workflows.py, without the queue)."""
 
 import threading
+import time
 
 import pytest
 
+import jobs.workflows
 from catalogue import load_catalogue, load_workflows
 from extensions import db
 from models import Run, WorkflowRun
@@ -59,15 +61,15 @@ def test_two_advances_racing_queue_a_shared_dependent_once(app, context, monkeyp
     run = begin(context, "review-insights", "Great app, sync fails.")
     succeed(run, "sentiment", "themes")
     run_id = run.id  # read here: the threads must not touch this thread's session
-    # Every advance has seen the summary step pending before any of them moves it.
+    # Every advance reaches the workflow run's lock before any of them takes it.
     barrier = threading.Barrier(4)
-    resolve = workflows.step_inputs
+    lock = workflows.lock
 
-    def in_step(step, resolved):
+    def at_once(workflow_run_id):
         barrier.wait(timeout=10)
-        return resolve(step, resolved)
+        return lock(workflow_run_id)
 
-    monkeypatch.setattr(workflows, "step_inputs", in_step)
+    monkeypatch.setattr(workflows, "lock", at_once)
     queued = []
 
     def advance():
@@ -85,6 +87,44 @@ def test_two_advances_racing_queue_a_shared_dependent_once(app, context, monkeyp
     assert queued == [summary.id]
     assert summary.status == "queued"
     assert summary.input["text"].startswith("Overall sentiment: negative")
+
+
+@needs_pg
+def test_two_steps_ending_at_once_queue_their_shared_dependent_once(app, monkeypatch, make_key):
+    """A step's end and its advance are one transaction under the workflow run's lock: of
+    two steps ending at once, the second to take the lock sees the first's end. Without the
+    lock each would see the other still running, and the dependent would never start."""
+    sandbox = keys.resolve(make_key("pro", sandbox=True))
+    run = begin(sandbox, "review-insights", "Great app, sync fails.")
+    first = [step.id for step in steps(run).values() if step.status == "queued"]
+    assert len(first) == 2
+    run_id = run.id
+    both_done = threading.Barrier(2)
+    lock = workflows.lock
+
+    def slow_to_end(workflow_run_id):
+        both_done.wait(timeout=10)  # both steps have their output: their ends race
+        held = lock(workflow_run_id)
+        time.sleep(0.3)  # the first to lock is slow to end: the other must wait for it
+        return held
+
+    monkeypatch.setattr(workflows, "lock", slow_to_end)
+    enqueued = []
+    monkeypatch.setattr(jobs.workflows, "enqueue_step", lambda run_id, *_: enqueued.append(run_id))
+
+    def run_step(step_id):
+        with app.app_context():
+            jobs.workflows.run_step_job(step_id, run_id, True)
+
+    threads = [threading.Thread(target=run_step, args=(step_id,)) for step_id in first]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    summary = steps(run)["summary"]
+    assert enqueued == [summary.id]
+    assert summary.status == "queued"
+    assert {steps(run)[s].status for s in ("sentiment", "themes")} == {"succeeded"}
 
 
 def test_a_made_input_that_does_not_fit_fails_the_step_and_the_run(context):

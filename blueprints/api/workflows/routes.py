@@ -112,7 +112,7 @@ def start_run():
     queued = workflows.queued_steps(run)
     db.session.commit()
     for step_run_id in queued:
-        enqueue_step(step_run_id, accepted["run_id"])
+        enqueue_step(step_run_id, accepted["run_id"], first=True)
     response = jsonify(WorkflowRunAcceptedSchema().dump(accepted))
     response.status_code = 202
     response.headers["Location"] = url_for("workflows.WorkflowRunStatus", run_id=run.id)
