@@ -9,18 +9,21 @@ lose at most one delay's worth of rows; a normal exit writes what is buffered.
 """
 
 import atexit
+import json
 import logging
 import os
 import threading
 
 from flask import Flask, after_this_request, current_app, has_request_context
-from sqlalchemy import text
+from sqlalchemy import JSON, Table, text
 
 from extensions import db
+from models import Run, UsageEvent
 
 log = logging.getLogger(__name__)
 
 _MAX_BUFFERED = 100_000
+_RUNS, _LEDGER = Run.__table__, UsageEvent.__table__
 
 
 class RunRecorder:
@@ -33,12 +36,9 @@ class RunRecorder:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
 
-    def record(self, *objects) -> None:
-        """Queue new ORM objects (a run and its usage event) to be inserted.
-
-        Their column values are copied now; the objects stay the caller's, untouched.
-        """
-        rows = [(type(obj).__table__, _values(obj)) for obj in objects]
+    def record(self, run: dict, ledger: dict | None = None) -> None:
+        """Queue an inline run's ``runs`` row, and its usage ledger row, to be inserted."""
+        rows = [(_RUNS, run)] if ledger is None else [(_RUNS, run), (_LEDGER, ledger)]
         with self._lock:
             if len(self._rows) >= _MAX_BUFFERED:
                 log.error("run recorder: %d rows waiting, dropping the oldest", len(self._rows))
@@ -64,12 +64,15 @@ class RunRecorder:
             return 0
         try:
             with self.app.app_context():
-                if db.engine.dialect.name == "postgresql":
+                postgres = db.engine.dialect.name == "postgresql"
+                if postgres:
                     # These rows are many and small: do not wait for the WAL flush.
                     db.session.execute(text("SET LOCAL synchronous_commit TO OFF"))
-                for table in db.metadata.sorted_tables:  # parents before children
+                for table in (_RUNS, _LEDGER):  # the ledger refers to the runs
                     values = [row for row_table, row in rows if row_table is table]
-                    if values:
+                    if values and postgres:
+                        _copy(table, values)
+                    elif values:
                         db.session.execute(table.insert(), values)
                 db.session.commit()
         except Exception:
@@ -96,15 +99,20 @@ class RunRecorder:
             self.flush()
 
 
-def _values(obj) -> dict:
-    """The object's column values; unset ones are left out so their defaults apply."""
-    values = {}
-    for column in obj.__table__.columns:
-        value = getattr(obj, column.key)
-        has_default = column.default is not None or column.autoincrement is True
-        if value is not None or not (has_default or column.primary_key):
-            values[column.key] = value
-    return values
+def _copy(table: Table, rows: list[dict]) -> None:
+    """Insert ``rows`` with PostgreSQL's COPY, in the session's transaction: about half the
+    CPU of an executemany INSERT, in the process that serves requests."""
+    keys = [column.key for column in table.columns if column.key in rows[0]]
+    as_json = [i for i, key in enumerate(keys) if isinstance(table.c[key].type, JSON)]
+    statement = f"COPY {table.name} ({', '.join(table.c[key].name for key in keys)}) FROM STDIN"
+    connection = db.session.connection().connection.driver_connection
+    with connection.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            values = [row[key] for key in keys]
+            for i in as_json:
+                if values[i] is not None:
+                    values[i] = json.dumps(values[i])
+            copy.write_row(values)
 
 
 def recorder() -> RunRecorder:

@@ -40,7 +40,9 @@ class QuotaExceeded(Exception):
 class RunFailed(Exception):
     """The run was recorded as failed; ``kind`` is input, provider or internal."""
 
-    def __init__(self, run: Run, kind: str, message: str, retry_after: int | None = None):
+    def __init__(
+        self, run: "Run | InlineRun", kind: str, message: str, retry_after: int | None = None
+    ):
         super().__init__(message)
         self.run = run
         self.kind = kind
@@ -50,7 +52,7 @@ class RunFailed(Exception):
 
 @dataclass(frozen=True)
 class RunResult:
-    run: Run
+    run: "Run | InlineRun"
     reservation: Reservation | None
 
 
@@ -97,6 +99,34 @@ def _new_run(context: KeyContext, tool: Tool, inputs: dict, status: str, moment)
     )
 
 
+@dataclass
+class InlineRun:
+    """A light tool's run as its request holds it: answered from memory, its ``runs`` row
+    written later by the recorder. (An ORM object cost more to build than the tool.)"""
+
+    id: str
+    account_id: int
+    api_key_id: str
+    tool_slug: str
+    sandbox: bool
+    input: dict
+    created_at: datetime
+    started_at: datetime
+    status: str = "running"
+    output: dict | None = None
+    error: dict | None = None
+    credits: int = 0
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+
+    def row(self) -> dict:
+        """Its ``runs`` row."""
+        return {**_NOT_A_STEP, **self.__dict__}
+
+
+_NOT_A_STEP = {"workflow_id": None, "workflow_run_id": None, "step_id": None, "notify": False}
+
+
 def run_inline(
     context: KeyContext, tool: Tool, inputs: dict, *, admit: Admit = reserve_only
 ) -> RunResult:
@@ -104,8 +134,10 @@ def run_inline(
     moment = clock.now()
     guessed_credits = 0 if usage.likely_free(context) else tool.credits
     reservation = _reserve(context, moment, guessed_credits, admit)
-    run = _new_run(context, tool, inputs, "running", moment)
-    run.started_at = moment
+    run = InlineRun(
+        new_uuid(), context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
+        created_at=moment, started_at=moment,
+    )  # fmt: skip
     started = time.perf_counter()
     try:
         output = tool.sample_output() if context.sandbox else _run_engine(tool, inputs, run)
@@ -114,20 +146,20 @@ def run_inline(
             quota.store().release(context.key_id, 1, reservation.day, guessed_credits)
         kind, message, retry_after = _classify(error)
         _finish(run, started, "failed", error=_error(kind, message, retry_after))
-        recorder().record(run)
+        recorder().record(run.row())
         raise RunFailed(run, kind, message, retry_after) from error
     _finish(run, started, "succeeded", output=output)
     if reservation is None:
-        recorder().record(run)
+        recorder().record(run.row())
         return RunResult(run, reservation)
     free = usage.likely_free(context) and usage.claim_free_call(context.account_id)
     run.credits = 0 if free else credits_for(tool, output)
     if run.credits != guessed_credits:
         quota.store().add_credits(context.key_id, run.credits - guessed_credits, reservation.day)
-    event = usage.usage_event(
+    ledger = usage.ledger_row(
         context.account_id, context.key_id, tool.slug, run.id, run.credits, free, moment
     )
-    recorder().record(run, event)
+    recorder().record(run.row(), ledger)
     return RunResult(run, reservation)
 
 
@@ -186,7 +218,7 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
     if not run.sandbox:
         quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
         usage.record(
-            usage.usage_event(
+            usage.ledger_row(
                 run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
             )
         )
@@ -230,7 +262,7 @@ def credits_for(tool: Tool, output: dict) -> int:
     return tool.credits * get_engine(tool.engine).billed_units(output)
 
 
-def _run_engine(tool: Tool, inputs: dict, run: Run) -> dict:
+def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:
     """The engine's output for stored inputs, its files stored and answered as URLs."""
     loaded = tool_files.load_inputs(tool, inputs)
     account_id, run_id = run.account_id, run.id
@@ -310,7 +342,7 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
     return True
 
 
-def _finish(run: Run, started: float, status: str, **fields) -> None:
+def _finish(run: InlineRun, started: float, status: str, **fields) -> None:
     run.status = status
     run.finished_at = clock.now()
     run.duration_ms = int((time.perf_counter() - started) * 1000)

@@ -24,7 +24,7 @@ def claim_free_call(account_id: int) -> bool:
     return result.rowcount == 1
 
 
-def usage_event(
+def ledger_row(
     account_id: int,
     key_id: str | None,
     tool_slug: str,
@@ -32,29 +32,22 @@ def usage_event(
     credits: int,
     free_call: bool,
     moment,
-) -> UsageEvent:
+) -> dict:
     """The ledger row of one successful invocation (the caller records it)."""
-    return UsageEvent(
-        account_id=account_id,
-        api_key_id=key_id,
-        run_id=run_id,
-        tool_slug=tool_slug,
-        credits=credits,
-        free_call=free_call,
-        created_at=moment,
-    )
+    return {
+        "account_id": account_id,
+        "api_key_id": key_id,
+        "run_id": run_id,
+        "tool_slug": tool_slug,
+        "credits": credits,
+        "free_call": free_call,
+        "created_at": moment,
+    }
 
 
-def record(event: UsageEvent) -> None:
-    """Write a ledger row in the session's transaction now (a plain INSERT: no unit of work
-    for a row nothing reads back)."""
-    db.session.execute(
-        insert(UsageEvent.__table__),
-        {column.key: getattr(event, column.key) for column in _LEDGER_COLUMNS},
-    )
-
-
-_LEDGER_COLUMNS = [column for column in UsageEvent.__table__.columns if not column.primary_key]
+def record(row: dict) -> None:
+    """Write a ledger row in the session's transaction now."""
+    db.session.execute(insert(UsageEvent.__table__), row)
 
 
 def free_calls_remaining(account_free_calls_used: int) -> int:

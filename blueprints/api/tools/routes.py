@@ -168,7 +168,8 @@ def _inline(tool: Tool, inputs: dict) -> dict:
         db.session.commit()
         raise _run_problem(failed.run.id, failed.run.error) from None
     body = run_result(result.run)
-    db.session.commit()
+    if db.session().in_transaction():  # a free call was claimed
+        db.session.commit()
     _note_usage(result.reservation)
     return body
 
