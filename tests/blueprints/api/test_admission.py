@@ -15,15 +15,22 @@ needs_redis = pytest.mark.skipif(not HAVE_REDIS, reason="needs Redis")
 
 @pytest.fixture
 def redis_commands(monkeypatch):
-    """The Redis commands the app sends from now on, by name."""
+    """The Redis round trips the app makes from now on: each command by name (whichever
+    way it is sent: through the client or on a connection of its own), a pipeline as one."""
     sent: list[str] = []
-    original = redis.Redis.execute_command
+    send_command = redis.connection.AbstractConnection.send_command
+    execute = redis.client.Pipeline.execute
 
     def counted(self, *args, **options):
         sent.append(str(args[0]).upper())
-        return original(self, *args, **options)
+        return send_command(self, *args, **options)
 
-    monkeypatch.setattr(redis.Redis, "execute_command", counted)
+    def counted_pipeline(self, *args, **options):
+        sent.append("PIPELINE")
+        return execute(self, *args, **options)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_command", counted)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", counted_pipeline)
     return sent
 
 
