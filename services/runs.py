@@ -245,7 +245,7 @@ def _claim(run_id: str) -> tuple[Run, int] | None:
         .returning(Run, _FREE_CALLS_USED)
         .execution_options(populate_existing=True, synchronize_session=False)
     ).first()
-    _end_transaction()
+    end_transaction()
     return None if claimed is None else tuple(claimed)
 
 
@@ -266,18 +266,22 @@ def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:
     """The engine's output for stored inputs, its files stored and answered as URLs."""
     loaded = tool_files.load_inputs(tool, inputs)
     account_id, run_id = run.account_id, run.id
-    _end_transaction()
+    end_transaction()
     output = run_tool(tool, loaded)
     return tool_files.store_outputs(output, account_id=account_id, run_id=run_id)
 
 
-def _end_transaction() -> None:
-    """End the session's transaction before an engine works (minutes, for some): an idle
-    one would hold its locks, and keep a migration or a TRUNCATE waiting, all that time.
-    What was loaded stays loaded: reading it again after the engine would cost a query,
-    and the run's end is a conditional update that never trusts it."""
+def end_transaction() -> None:
+    """Commit the session's transaction, if one is open, keeping what was loaded.
+
+    Before an engine works (minutes, for some): an idle transaction would hold its locks,
+    and keep a migration or a TRUNCATE waiting, all that time. What was loaded stays
+    loaded: reading it again after the engine would cost a query, and the run's end is a
+    conditional update that never trusts it."""
+    if not db.session.registry.has():  # an inline run of a text tool: no session at all
+        return
     session = db.session()
-    if not session.in_transaction():  # an inline run of a text tool: nothing to end
+    if not session.in_transaction():
         return
     keep, session.expire_on_commit = session.expire_on_commit, False
     try:

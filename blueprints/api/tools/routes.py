@@ -168,8 +168,7 @@ def _inline(tool: Tool, inputs: dict) -> dict:
         db.session.commit()
         raise _run_problem(failed.run.id, failed.run.error) from None
     body = run_result(result.run)
-    if db.session().in_transaction():  # a free call was claimed
-        db.session.commit()
+    runs.end_transaction()  # the claim of a free call, if one was made
     _note_usage(result.reservation)
     return body
 
