@@ -1,6 +1,7 @@
 """The workflow engine on PostgreSQL and Redis: racing advances, inputs that turn out not to
 fit, and terminal states that never change (services/workflows.py, without the queue)."""
 
+import functools
 import threading
 import time
 
@@ -40,6 +41,15 @@ def steps(run: WorkflowRun) -> dict[str, Run]:
     return {step.step_id: step for step in workflows.step_runs(run.id)}
 
 
+def in_threads(*calls) -> None:
+    """Make the calls at once, each in a thread of its own, and wait for them all."""
+    threads = [threading.Thread(target=call) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def calls(context) -> int:
     return quota.store().usage(context.key_id, clock.now()).calls
 
@@ -65,11 +75,11 @@ def test_two_advances_racing_queue_a_shared_dependent_once(app, context, monkeyp
     barrier = threading.Barrier(4)
     lock = workflows.lock
 
-    def at_once(workflow_run_id):
+    def together(workflow_run_id):
         barrier.wait(timeout=10)
         return lock(workflow_run_id)
 
-    monkeypatch.setattr(workflows, "lock", at_once)
+    monkeypatch.setattr(workflows, "lock", together)
     queued = []
 
     def advance():
@@ -78,11 +88,7 @@ def test_two_advances_racing_queue_a_shared_dependent_once(app, context, monkeyp
             db.session.commit()
             queued.extend(progress.queued)
 
-    threads = [threading.Thread(target=advance) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(*[advance] * 4)
     summary = steps(run)["summary"]
     assert queued == [summary.id]
     assert summary.status == "queued"
@@ -116,11 +122,7 @@ def test_two_steps_ending_at_once_queue_their_shared_dependent_once(app, monkeyp
         with app.app_context():
             jobs.workflows.run_step_job(step_id, run_id, True)
 
-    threads = [threading.Thread(target=run_step, args=(step_id,)) for step_id in first]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(*(functools.partial(run_step, step_id) for step_id in first))
     summary = steps(run)["summary"]
     assert enqueued == [summary.id]
     assert summary.status == "queued"
