@@ -3,11 +3,12 @@
 A step is a tool run (a ``runs`` row with ``workflow_run_id``) that ``services.runs.execute``
 runs like any queued tool run, so a step bills, releases its quota and ends exactly as one.
 A step is ``pending`` until every step it depends on succeeded; ``advance`` then resolves
-its inputs and moves it to ``queued`` with a conditional UPDATE, so when two steps end at
-once (in two workers) their shared dependent is queued once. A step that fails or is
-canceled fails the workflow: every unfinished step is canceled (its quota released, a
-running step's late result discarded, as for a canceled tool run), while the steps that
-succeeded keep their output, quota and credits. Every move of the workflow run is
+its inputs and moves it to ``queued`` with a conditional UPDATE. A step's end and that
+advance are one transaction under the workflow run's lock (``lock``), so when two steps end
+at once (in two workers) their shared dependent is queued once, never zero times. A step
+that fails or is canceled fails the workflow: every unfinished step is canceled (its quota
+released, a running step's late result discarded, as for a canceled tool run), while the
+steps that succeeded keep their output, quota and credits. Every move of the workflow run is
 conditional too, so its terminal state never changes and its event is made once.
 
 The caller commits, then enqueues the step runs and emits the event handed back.
