@@ -19,6 +19,7 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from services import accounts, clock, keys
+from tests.fakes.webhook_receiver import Receiver
 
 # The fake S3 bucket and the app storing files there (``s3``, ``s3_app``).
 pytest_plugins = ("tests.fakes.s3_server",)
@@ -176,6 +177,14 @@ def runner(app):
 
 
 _emails = itertools.count(1)
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on loopback (tests/fakes/webhook_receiver.py), stopped after."""
+    receiver = Receiver()
+    yield receiver
+    receiver.stop()
 
 
 @pytest.fixture

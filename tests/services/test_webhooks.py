@@ -32,13 +32,6 @@ EVENT = {
 
 
 @pytest.fixture
-def receiver():
-    receiver = Receiver()
-    yield receiver
-    receiver.stop()
-
-
-@pytest.fixture
 def scheduled(monkeypatch):
     """Attempts are queued here instead of on the queue: the test runs them itself."""
     queued: list[tuple[str, float]] = []

@@ -14,7 +14,7 @@ from jobs import webhooks as jobs
 from models import ApiKey, WebhookDelivery
 from services import keys
 from tests.conftest import auth, needs_pg, needs_redis
-from tests.fakes.webhook_receiver import Receiver, Reply
+from tests.fakes.webhook_receiver import Reply
 
 EVENT = {
     "event": "tool.completed",
@@ -23,13 +23,6 @@ EVENT = {
     "duration_ms": 12,
     "output_excerpt": '{"words":3}',
 }
-
-
-@pytest.fixture
-def receiver():
-    receiver = Receiver()
-    yield receiver
-    receiver.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from standardwebhooks import Webhook
 from extensions import db
 from models import ApiKey
 from services import webhooks
-from tests.fakes.webhook_receiver import Receiver
 
 
 @pytest.fixture
@@ -17,11 +16,10 @@ def key(runner):
 
 
 @pytest.fixture
-def receiver(app):
+def receiver(app, receiver):
+    """The shared loopback receiver, which this app may deliver to."""
     app.config["FETCH_ALLOW_PRIVATE"] = True
-    receiver = Receiver()
-    yield receiver
-    receiver.stop()
+    return receiver
 
 
 def _last_line(output: str) -> str:
