@@ -40,6 +40,8 @@ def paragraphs(text: str) -> list[str]:
 
 def unwrap_lines(text: str) -> str:
     """Join hard-wrapped lines: a line break before a lowercase letter continues a sentence."""
+    if "\n" not in text:
+        return text
 
     def join(match: re.Match[str]) -> str:
         start = match.start()
@@ -61,7 +63,9 @@ def quick_sentences(text: str) -> list[str]:
     for match in _SENTENCE_RE.finditer(text):
         sentence = f"{pending} {match.group().strip()}" if pending else match.group().strip()
         if (
-            _ABBREVIATION_RE.search(sentence)
+            # The longest abbreviation is 7 characters: no need to scan the whole sentence
+            # (\b still sees the character before the start position).
+            _ABBREVIATION_RE.search(sentence, max(0, len(sentence) - 8))
             and match.end() < len(text)
             and text[match.end()] != "\n"
         ):

