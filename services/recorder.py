@@ -8,8 +8,8 @@ been sent; when requests stop, a background thread writes what is left. (A backg
 thread writing every batch cost more: it fought the request threads for the GIL, and a
 tool run took 7 to 8 % more CPU in all, measured under load in two paired runs.) With a
 delay of 0 (the tests' setting) the rows are written as the request ends, after the view's
-own commit, through the same code. A process killed with SIGKILL can lose at most one
-delay's worth of rows; a normal exit writes what is buffered.
+own commit, through the same code. A process killed with SIGKILL can lose at most two
+delays' worth of rows; a normal exit writes what is buffered.
 """
 
 import atexit

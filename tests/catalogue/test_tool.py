@@ -1,6 +1,7 @@
 """Tool: field errors, defaults, samples and the public form; Catalogue: lookups and filters."""
 
 import dataclasses
+import random
 
 import pytest
 import yaml
@@ -183,3 +184,61 @@ def test_categories_lists_used_categories_in_canonical_order(catalogue):
 def test_a_tool_is_immutable(catalogue):
     with pytest.raises(dataclasses.FrozenInstanceError):
         catalogue.get("word-counter").slug = "other"
+
+
+# --- the quick check (fastjsonschema) never changes what validate answers -----------------
+
+
+def _candidates(spec, rng: random.Random) -> list:
+    """Values for a field of schema ``spec``: fitting ones, and ones just past each bound."""
+    if not isinstance(spec, dict):
+        return [None]
+    values: list = [None, True, 0, 1, -1, 1.0, 2.5, "", " ", "x", "x\n", "$", [], {}, {"a": 1}]
+    values += spec.get("enum", [])
+    if "default" in spec:
+        values.append(spec["default"])
+    for bound in ("minLength", "maxLength"):
+        if bound in spec and spec[bound] <= 1000:  # longer ones only cost time
+            values += ["y" * max(0, spec[bound] + delta) for delta in (-1, 0, 1)]
+    for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        if bound in spec:
+            values += [spec[bound] + delta for delta in (-1, -0.5, 0, 0.5, 1)]
+    if "pattern" in spec:
+        values += ["abc", "ABC 123", "a b", "-", "\t", "abc\n", "https://example.com/x"]
+    items = spec.get("items")
+    if isinstance(items, dict):
+        item_values = _candidates(items, rng)
+        for size in (0, 1, 2, spec.get("maxItems", 3), spec.get("maxItems", 3) + 1):
+            values.append([rng.choice(item_values) for _ in range(size)])
+        pick = rng.choice(item_values)
+        values.append([pick, pick])  # duplicates
+    return values
+
+
+def _inputs(tool, rng: random.Random):
+    """Each example's input, then mutations: a field changed, dropped or added."""
+    properties = tool.inputs.get("properties", {})
+    bases = [example["input"] for example in tool.examples] or [{}]
+    for base in bases:
+        yield base
+        for name, spec in properties.items():
+            values = _candidates(spec, rng)
+            for value in rng.sample(values, min(len(values), 12)):
+                yield {**base, name: value}
+            yield {key: value for key, value in base.items() if key != name}
+        yield {**base, "not_a_field": "x"}
+    yield "not an object"
+    yield [base for base in bases]
+
+
+def test_the_quick_check_never_changes_what_validate_answers(catalogue):
+    """validate() accepts at once what the compiled schema accepts; everything else goes to
+    jsonschema. So the two must agree on every input the quick check accepts."""
+    rng = random.Random(20261122)
+    checked = quick = 0
+    for tool in catalogue.filter():
+        for data in _inputs(tool, rng):
+            assert tool.validate(data) == tool._errors(data), (tool.slug, data)
+            checked += 1
+            quick += tool._quick_check is not None
+    assert checked > 10_000 and quick > 0.9 * checked  # most tools have the quick check
