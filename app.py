@@ -1,10 +1,10 @@
 """The application factory: a short list of register_* steps."""
 
 import logging
+import os
 import re
 import secrets
 import time
-import uuid
 from collections.abc import Callable
 from inspect import iscoroutinefunction
 from typing import Any
@@ -170,8 +170,11 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 def register_request_ids(app: Flask) -> None:
     @app.before_request
     def assign_request_id():
-        incoming = request.headers.get("X-Request-Id", "")
-        g.request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        incoming = request.environ.get("HTTP_X_REQUEST_ID")
+        if incoming and _REQUEST_ID.match(incoming):
+            g.request_id = incoming
+        else:
+            g.request_id = os.urandom(16).hex()  # as random as a UUID4's hex, at a third
 
     @app.after_request
     def add_request_id(response):

@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import cache
 
+import hiredis
 import redis
 from limits import RateLimitItemPerMinute
 from limits.storage import RedisStorage
@@ -63,7 +64,8 @@ class WindowRedisStorage(RedisStorage):
 
         This call is made by every authenticated request. Through the client it cost about
         twice the CPU (its pool checks each connection for unread data with a system call,
-        and its retry and telemetry layers wrap every command). As the client does, a
+        and its retry and telemetry layers wrap every command); hiredis packs the command
+        in C. As the client does, a
         connection that fails is replaced and the call made once more (a connection left
         from before a Redis restart fails on first use); a second failure is raised (the
         API answers 503).
@@ -76,7 +78,8 @@ class WindowRedisStorage(RedisStorage):
     def _evalsha(self, keys: list[str], args: list) -> list:
         connection = self._connection()
         try:
-            connection.send_command("EVALSHA", self._script.sha, len(keys), *keys, *args)
+            command = hiredis.pack_command(("EVALSHA", self._script.sha, len(keys), *keys, *args))
+            connection.send_packed_command([command], check_health=False)
             return connection.read_response()
         except redis.exceptions.NoScriptError:  # Redis restarted: the client loads it again
             return self._script(keys, args)

@@ -238,15 +238,16 @@ def _refuse_large_bodies():
     """413 comes first in the pipeline, before the key is even looked at: 1 MiB, or 25 MiB
     where a request may carry files (the run endpoints check text tools' 1 MiB once the
     tool is known)."""
-    if not is_api_request():
-        return
+    length = request.content_length
     config = current_app.config
+    if not length or length <= config["MAX_TEXT_BODY"] or not is_api_request():
+        return  # the usual case, answered first: no body, or one within every limit
     limit = (
         config["MAX_CONTENT_LENGTH"]
         if request.endpoint in _FILE_ENDPOINTS
         else config["MAX_TEXT_BODY"]
     )
-    if (request.content_length or 0) > limit:
+    if length > limit:
         raise too_large(limit)
 
 

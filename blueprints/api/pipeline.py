@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from flask import current_app, g, request
@@ -21,12 +22,14 @@ from services.keys import KeyContext
 from services.plans import upgrade_url
 
 API_KEY_HEADER = "X-SVC-API-Key"
+_API_KEY_ENVIRON = "HTTP_" + API_KEY_HEADER.upper().replace("-", "_")
 
 
 def raw_key_from_request() -> str | None:
-    raw = request.headers.get(API_KEY_HEADER)
+    environ = request.environ  # the headers' own mapping: cheaper than request.headers
+    raw = environ.get(_API_KEY_ENVIRON)
     if raw is None:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        scheme, _, value = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() == "bearer":
             raw = value
     return raw.strip() if raw else None
@@ -153,12 +156,16 @@ class Prefer:
 
 DEFAULT_WAIT = 25
 MAX_WAIT = 60
+_NO_PREFERENCE = Prefer(DEFAULT_WAIT, False, None)
 
 
 def parse_prefer() -> Prefer:
     """The ``Prefer`` header (RFC 7240): ``wait=N`` (clamped to 60) and ``respond-async``."""
+    header = request.environ.get("HTTP_PREFER")
+    if header is None:
+        return _NO_PREFERENCE
     wait, respond_async, applied = DEFAULT_WAIT, False, []
-    for preference in request.headers.get("Prefer", "").split(","):
+    for preference in header.split(","):
         name, _, value = preference.strip().partition("=")
         name = name.strip().lower()
         if name == "respond-async":
@@ -243,33 +250,46 @@ def _iso(timestamp: float) -> str:
 
 
 def rate_limit_headers(response):
-    context: KeyContext | None = g.get("key")
-    window: ratelimit.MinuteWindow | None = g.get("minute_window")
+    state = g._get_current_object()  # one context lookup for the reads below
+    context: KeyContext | None = state.get("key")
+    window: ratelimit.MinuteWindow | None = state.get("minute_window")
     if context is None or window is None:
         return response
-    now = time.time()
-    minute_reset = max(0, int(window.reset_at - now + 0.999))
-    policies = [f'"minute";q={window.limit};w=60']
-    remaining = [f'"minute";r={window.remaining};t={minute_reset}']
-    if not context.sandbox:
-        usage = g.get("day_usage")
+    minute_reset = max(0, int(window.reset_at - time.time() + 0.999))
+    remaining = f'"minute";r={window.remaining};t={minute_reset}'
+    if context.sandbox:
+        policy = _policy(window.limit, None)
+    else:
+        usage = state.get("day_usage")
         if usage is None:
             usage = quota.store().usage(context.key_id, clock.now())
         day_left = max(0, context.daily_quota - usage.calls)
-        policies.append(f'"day";q={context.daily_quota};w=86400')
-        remaining.append(f'"day";r={day_left};t={clock.seconds_to_midnight()}')
-    headers = response.headers
-    headers["RateLimit-Policy"] = ", ".join(policies)
-    headers["RateLimit"] = ", ".join(remaining)
-    headers["X-RateLimit-Limit"] = str(window.limit)
-    headers["X-RateLimit-Remaining"] = str(window.remaining)
-    headers["X-RateLimit-Reset"] = str(int(window.reset_at + 0.999))
+        remaining += f', "day";r={day_left};t={clock.seconds_to_midnight()}'
+        policy = _policy(window.limit, context.daily_quota)
+    # Nothing else writes these headers: adding them skips set()'s search for old values.
+    response.headers.extend(
+        (
+            ("RateLimit-Policy", policy),
+            ("RateLimit", remaining),
+            ("X-RateLimit-Limit", str(window.limit)),
+            ("X-RateLimit-Remaining", str(window.remaining)),
+            ("X-RateLimit-Reset", str(int(window.reset_at + 0.999))),
+        )
+    )
     return response
+
+
+@lru_cache(maxsize=1024)
+def _policy(per_minute: int, daily: int | None) -> str:
+    """The ``RateLimit-Policy`` value: the minute's window, and the day's unless sandbox."""
+    minute = f'"minute";q={per_minute};w=60'
+    return minute if daily is None else f'{minute}, "day";q={daily};w=86400'
 
 
 # --- Idempotency-Key on POSTs that start runs ---------------------------------------------
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+_IDEMPOTENCY_ENVIRON = "HTTP_IDEMPOTENCY_KEY"
 # Answers worth replaying: the run was started (or refused for its own input). Anything else
 # (a 401, a 429, a 503...) leaves the key free, so the same request can simply be retried.
 _REPLAYABLE = {200, 202, 422}
@@ -278,7 +298,7 @@ _REPLAYABLE = {200, 202, 422}
 def respond_idempotently(produce):
     """``produce()`` the answer, or replay the first answer to a repeated request with the
     same ``Idempotency-Key`` (422 for the key on another request, 409 while in flight)."""
-    key = request.headers.get(IDEMPOTENCY_HEADER)
+    key = request.environ.get(_IDEMPOTENCY_ENVIRON)
     if key is None:
         return produce()
     settle_limit()  # a caller over its limit claims no key

@@ -18,18 +18,26 @@ def redis_commands(monkeypatch):
     """The Redis round trips the app makes from now on: each command by name (whichever
     way it is sent: through the client or on a connection of its own), a pipeline as one."""
     sent: list[str] = []
-    send_command = redis.connection.AbstractConnection.send_command
+    in_pipeline = []
+    send_packed = redis.connection.AbstractConnection.send_packed_command
     execute = redis.client.Pipeline.execute
 
-    def counted(self, *args, **options):
-        sent.append(str(args[0]).upper())
-        return send_command(self, *args, **options)
+    def counted(self, command, *args, **options):
+        if not in_pipeline:
+            packed = b"".join(command) if isinstance(command, list) else command
+            # RESP: *<count>\r\n$<length>\r\n<NAME>\r\n...
+            sent.append(bytes(packed).split(b"\r\n")[2].decode().upper())
+        return send_packed(self, command, *args, **options)
 
     def counted_pipeline(self, *args, **options):
         sent.append("PIPELINE")
-        return execute(self, *args, **options)
+        in_pipeline.append(True)
+        try:
+            return execute(self, *args, **options)
+        finally:
+            in_pipeline.pop()
 
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_command", counted)
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
     monkeypatch.setattr(redis.client.Pipeline, "execute", counted_pipeline)
     return sent
 
