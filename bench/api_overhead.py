@@ -26,6 +26,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,6 +90,8 @@ class Measurement:
     socket_errors: int
     worker_cpu_split: list[float] = field(default_factory=list)
     background_cpu_pct: float = -1.0
+    # Requests/s of each round (the targets take turns, see ``measure_interleaved``).
+    round_rps: list[float] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -783,68 +786,97 @@ def background_cpu(seconds: float = 1.0) -> tuple[float, list[str]]:
 # --------------------------------------------------------------------------- the run
 
 
-def measure(server: Server, target: str, request: Request, loadgen, args) -> Measurement:
-    """Warm ``target`` up, then measure it; record how the workers shared the CPU."""
-    loadgen.run(server.port, request, args.warmup, args.connections)
-    busy, busiest = background_cpu()
-    if busy > BUSY_WARNING:
+def measure_interleaved(targets: dict[str, tuple], loadgen, args) -> dict[str, Measurement]:
+    """Measure every target, taking turns: ``--rounds`` rounds in which each target is
+    loaded for its share of ``--duration``, so that the machine's drift (figures here move
+    by a fifth from one minute to the next) falls on every target alike.
+
+    ``targets`` maps a target to its (server, request); every server is already up. Each
+    target is warmed up first. A target's figures add up its rounds: requests per second
+    over all of them, and the median of the rounds' p50 and p99.
+    """
+    for server, request in targets.values():
+        loadgen.run(server.port, request, args.warmup, args.connections)
+    slices: dict[str, list[Measurement]] = {target: [] for target in targets}
+    cpu: dict[str, dict[int, int]] = {target: {} for target in targets}
+    busiest_seen = -1.0
+    for _ in range(args.rounds):
+        busy, busiest = background_cpu()
+        if busy > BUSY_WARNING:
+            print(
+                f"  WARNING: the machine is {busy:.0f}% busy with no load applied: something "
+                "else is running, these figures will be low and noisy. Busiest (% of one "
+                "core):\n    " + "\n    ".join(busiest),
+                flush=True,
+            )
+        busiest_seen = max(busiest_seen, busy)
+        for target, (server, request) in targets.items():
+            pids = server.worker_pids()
+            before = cpu_ticks(pids)
+            part = loadgen.run(server.port, request, args.duration / args.rounds, args.connections)
+            for pid, after, start in zip(pids, cpu_ticks(pids), before, strict=True):
+                cpu[target][pid] = cpu[target].get(pid, 0) + after - start
+            slices[target].append(part)
+    results = {}
+    for target, parts in slices.items():
+        requests, seconds = sum(p.requests for p in parts), sum(p.seconds for p in parts)
+        result = Measurement(
+            requests=requests,
+            seconds=round(seconds, 3),
+            rps=round(requests / seconds, 1) if seconds else 0.0,
+            p50_ms=round(statistics.median(p.p50_ms for p in parts), 3),
+            p99_ms=round(statistics.median(p.p99_ms for p in parts), 3),
+            non_2xx=sum(p.non_2xx for p in parts),
+            socket_errors=sum(p.socket_errors for p in parts),
+            background_cpu_pct=busiest_seen,
+            round_rps=[p.rps for p in parts],
+        )
+        used = list(cpu[target].values())
+        if sum(used):
+            result.worker_cpu_split = [round(100 * u / sum(used)) for u in used]
+        flag = "  <-- ERRORS" if result.errors else ""
         print(
-            f"  WARNING: the machine is {busy:.0f}% busy with no load applied: something else "
-            "is running, these figures will be low and noisy. Busiest (% of one core):\n    "
-            + "\n    ".join(busiest),
+            f"  {target:<7} {result.rps:>9.1f} req/s  p50 {result.p50_ms:7.2f} ms  "
+            f"p99 {result.p99_ms:7.2f} ms  errors {result.errors}{flag}",
             flush=True,
         )
-    pids = server.worker_pids()
-    before = cpu_ticks(pids)
-    result = loadgen.run(server.port, request, args.duration, args.connections)
-    used = [after - start for after, start in zip(cpu_ticks(pids), before, strict=True)]
-    result.background_cpu_pct = busy
-    if sum(used):
-        result.worker_cpu_split = [round(100 * u / sum(used)) for u in used]
-    flag = "  <-- ERRORS" if result.errors else ""
-    print(
-        f"  {target:<7} {result.rps:>9.1f} req/s  p50 {result.p50_ms:7.2f} ms  "
-        f"p99 {result.p99_ms:7.2f} ms  errors {result.errors}{flag}",
-        flush=True,
-    )
-    return result
+        results[target] = result
+    return results
 
 
 def bench_worker_class(worker_class: str, loadgen, args, product: dict | None) -> dict:
-    """Measure the bare app and (when set up) the product under one worker class."""
+    """Measure the bare app and (when set up) the product under one worker class, both
+    servers up at once and the targets taking turns."""
     print(f"\n== worker class {worker_class} ==", flush=True)
-    results: dict[str, Measurement] = {}
     bare = Server("bare", "bench.hello_app:app", worker_class, args.workers, args.threads)
+    server = None
     try:
         bare.start()
+        if product is not None:
+            server = Server("product", "wsgi:app", worker_class, args.workers, args.threads)
+            server.start()
         bare.wait_until_ready("/hello")
         hello = Request("GET", "/hello")
         verify(bare.port, "bare", hello)
-        results["bare"] = measure(bare, "bare", hello, loadgen, args)
-    finally:
-        bare.stop()
-    if product is None:
-        return results
-    server = Server("product", "wsgi:app", worker_class, args.workers, args.threads)
-    try:
-        server.start()
-        server.wait_until_ready("/v1/tools")
-        if "tool_slug" not in product:
-            product["tool_slug"] = pick_tool(server.port, args.tool)["slug"]
-            print(f"  tool: {product['tool_slug']}", flush=True)
-        requests = product_requests(product["raw_key"], product["tool_slug"])
-        for target, request in requests.items():
-            verify(server.port, target, request, product["key_id"])
-        if args.probe and "round_trips" not in product:
-            product["round_trips"] = {}
-            print(f"  counting round trips (about {4 * PG_STATS_DELAY} s) ...", flush=True)
+        targets = {"bare": (bare, hello)}
+        if server is not None:
+            server.wait_until_ready("/v1/tools")
+            if "tool_slug" not in product:
+                product["tool_slug"] = pick_tool(server.port, args.tool)["slug"]
+                print(f"  tool: {product['tool_slug']}", flush=True)
+            requests = product_requests(product["raw_key"], product["tool_slug"])
             for target, request in requests.items():
-                probe = probe_round_trips(server.port, request)
-                product["round_trips"][target] = probe
-                print_round_trips(target, probe)
-        for target, request in requests.items():
-            results[target] = measure(server, target, request, loadgen, args)
-        if args.profile:
+                verify(server.port, target, request, product["key_id"])
+            if args.probe and "round_trips" not in product:
+                product["round_trips"] = {}
+                print(f"  counting round trips (about {4 * PG_STATS_DELAY} s) ...", flush=True)
+                for target, request in requests.items():
+                    probe = probe_round_trips(server.port, request)
+                    product["round_trips"][target] = probe
+                    print_round_trips(target, probe)
+            targets.update({target: (server, request) for target, request in requests.items()})
+        results = measure_interleaved(targets, loadgen, args)
+        if server is not None and args.profile:
             for target, request in requests.items():
                 out = RESULTS_DIR / f"profile-{worker_class}-{target}.txt"
                 summary = profile_worker(server, loadgen, request, args, out)
@@ -852,7 +884,9 @@ def bench_worker_class(worker_class: str, loadgen, args, product: dict | None) -
                 if summary:
                     print_profile(target, summary, out)
     finally:
-        server.stop()
+        bare.stop()
+        if server is not None:
+            server.stop()
     return results
 
 
@@ -862,19 +896,33 @@ def print_table(worker_class: str, results: dict[str, Measurement], args) -> Non
     threads = f" x {args.threads} threads" if worker_class == "gthread" else ""
     print(f"\n{worker_class}: {args.workers} workers{threads}")
     print(
-        f"{'target':<26}{'RPS':>10}{'p50 ms':>9}{'p99 ms':>9}{'vs bare':>9}  {'goal':<15}CPU split"
+        f"{'target':<26}{'RPS':>10}{'p50 ms':>9}{'p99 ms':>9}{'vs bare':>9}  {'goal':<15}"
+        f"{'rounds':<13}CPU split"
     )
     for target, result in results.items():
         ratio = result.rps / bare.rps if bare and bare.rps else 0.0
         goal = TARGETS.get(target)
         verdict = f">= {goal:.2f} {'PASS' if ratio >= goal else 'BELOW'}" if goal else ""
+        spread = round_ratios(result, bare)
+        rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread and target != "bare" else ""
         split = "/".join(f"{share}%" for share in result.worker_cpu_split)
         if result.background_cpu_pct > BUSY_WARNING:
             split += f"  (machine {result.background_cpu_pct:.0f}% busy before: suspect)"
         print(
             f"{LABELS[target]:<26}{result.rps:>10.0f}{result.p50_ms:>9.2f}{result.p99_ms:>9.2f}"
-            f"{ratio:>8.2f}x  {verdict:<15}{split}"
+            f"{ratio:>8.2f}x  {verdict:<15}{rounds:<13}{split}"
         )
+
+
+def round_ratios(result: Measurement, bare: Measurement | None) -> list[float]:
+    """The target's ratio to bare Flask in each round (their spread shows the noise)."""
+    if bare is None:
+        return []
+    return [
+        round(rps / bare_rps, 3)
+        for rps, bare_rps in zip(result.round_rps, bare.round_rps, strict=True)
+        if bare_rps
+    ]
 
 
 def git_commit() -> str:
@@ -914,6 +962,7 @@ def write_json(args, loadgen, product: dict | None, by_class: dict, error: str |
             target: {
                 **asdict(result),
                 "ratio_to_bare": round(result.rps / bare.rps, 3) if bare and bare.rps else None,
+                "round_ratios_to_bare": round_ratios(result, bare),
                 "meets_target": (
                     result.rps / bare.rps >= TARGETS[target]
                     if target in TARGETS and bare and bare.rps
@@ -929,6 +978,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10, help="measured seconds per target")
+    parser.add_argument(
+        "--rounds", type=int, default=5,
+        help="turns the targets take, each measured for duration/rounds seconds a turn",
+    )  # fmt: skip
     parser.add_argument("--connections", type=int, default=16, help="keep-alive connections")
     parser.add_argument("--wrk-threads", type=int, default=2, help="wrk -t")
     parser.add_argument("--warmup", type=float, default=2, help="warm-up seconds per target")
