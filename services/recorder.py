@@ -56,8 +56,8 @@ class RunRecorder:
             self._rows.extend(rows)
         if self.delay > 0:
             self._ensure_thread()
-            if has_request_context():
-                after_this_request(self._flush_once_sent)
+            if has_request_context() and time.monotonic() - self._since >= self.delay:
+                after_this_request(self._flush_once_sent)  # the batch is due
         elif has_request_context():
             # After the view has committed its own transaction, still inside the request.
             after_this_request(self._flush_then)
