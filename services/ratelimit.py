@@ -65,10 +65,9 @@ class WindowRedisStorage(RedisStorage):
         This call is made by every authenticated request. Through the client it cost about
         twice the CPU (its pool checks each connection for unread data with a system call,
         and its retry and telemetry layers wrap every command); hiredis packs the command
-        in C. As the client does, a
-        connection that fails is replaced and the call made once more (a connection left
-        from before a Redis restart fails on first use); a second failure is raised (the
-        API answers 503).
+        in C. As the client does, a connection that fails is replaced and the call made
+        once more (a connection left from before a Redis restart fails on first use); a
+        second failure is raised (the API answers 503).
         """
         try:
             return self._evalsha(keys, args)
