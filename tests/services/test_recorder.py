@@ -114,3 +114,59 @@ def test_a_row_the_database_refuses_does_not_hold_back_the_others(app, client, m
     assert db.session.get(Run, refused["id"]) is None
     assert f"dropped the rows of run {refused['id']}" in caplog.text
     assert recorder.flush() == 0  # nothing left to retry
+
+
+def test_every_value_is_written_exactly_as_recorded(app, client, make_key):
+    """Text that JSON and SQL both escape, nested JSON, nulls and microsecond timestamps
+    come back from the database as they were recorded; a sandbox run (no ledger row) and a
+    charged run go in the same batch."""
+    account_id = _account_id(client, make_key)
+    recorder = RunRecorder(app, delay=3600)
+    awkward = "tab\there, line\nbreak, back\\slash, 'quote' \"double\", é ✓ 🚀, %s %(x)s"
+    charged, sandbox = _run(account_id), _run(account_id)
+    sandbox["id"] = sandbox["id"][:-1] + "7"
+    charged.update(
+        input={"text": awkward, "nested": {"list": [1, 2.5, None, True], "empty": {}}},
+        output={"echo": awkward, "n": 0},
+        error=None,
+        created_at=clock.now().replace(microsecond=123456),
+        finished_at=clock.now().replace(microsecond=1),
+        duration_ms=7,
+    )
+    sandbox.update(sandbox=True, status="failed", output=None, error={"kind": "input"})
+    recorder.record(charged, ledger_row(account_id, None, awkward[:90], charged["id"], 3, True,
+                                        charged["created_at"]))  # fmt: skip
+    recorder.record(sandbox)
+    assert recorder.flush() == 3
+    stored = db.session.get(Run, charged["id"])
+    assert stored.input == charged["input"] and stored.output == charged["output"]
+    assert stored.error is None and stored.duration_ms == 7
+    assert stored.created_at == charged["created_at"]
+    assert stored.finished_at == charged["finished_at"]
+    ledger = db.session.scalar(db.select(UsageEvent).where(UsageEvent.run_id == charged["id"]))
+    assert (ledger.tool_slug, ledger.credits, ledger.free_call) == (awkward[:90], 3, True)
+    assert ledger.created_at == charged["created_at"]
+    other = db.session.get(Run, sandbox["id"])
+    assert (other.sandbox, other.status, other.output, other.error) == (
+        True, "failed", None, {"kind": "input"}
+    )  # fmt: skip
+
+
+def test_a_value_the_database_cannot_read_is_dropped_not_retried_forever(
+    app, client, make_key, caplog
+):
+    account_id = _account_id(client, make_key)
+    recorder = RunRecorder(app, delay=3600)
+    kept, unreadable = _run(account_id), _run(account_id)
+    unreadable["id"] = unreadable["id"][:-1] + "8"
+    unreadable["output"] = {"score": float("nan")}  # not JSON: PostgreSQL refuses it
+    recorder.record(kept)
+    recorder.record(unreadable)
+    if db.engine.dialect.name == "postgresql":
+        assert recorder.flush() == 1
+        assert db.session.get(Run, unreadable["id"]) is None
+        assert f"dropped the rows of run {unreadable['id']}" in caplog.text
+    else:  # SQLite stores the text as it is
+        assert recorder.flush() == 2
+    assert db.session.get(Run, kept["id"]).status == "succeeded"
+    assert recorder.flush() == 0  # nothing left to retry
