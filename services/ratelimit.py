@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 import hiredis
@@ -178,13 +178,13 @@ def spend_minute(
         remaining = max(0, per_minute - current)
     else:  # a storage that answers the count alone (memory://, the embedded default)
         reset_at, remaining = limiter.limiter.get_window_stats(item, "api-key", identifier)
-    window = MinuteWindow(allowed, per_minute, remaining, reset_at)
+    usage = reservation = None
     answer = exchange.along_answer
-    if answer is None:
-        return window
-    if read_usage is not None:
-        return replace(window, usage=answer)
-    return replace(window, reservation=reserve.answer(bool(answer[0]), answer[1]))
+    if answer is not None and read_usage is not None:
+        usage = answer
+    elif answer is not None:
+        reservation = reserve.answer(bool(answer[0]), answer[1])
+    return MinuteWindow(allowed, per_minute, remaining, reset_at, usage, reservation)
 
 
 def storage_uri(redis_url: str | None) -> str:

@@ -70,6 +70,9 @@ def _load(reference: dict) -> Blob:
     return Blob(data, file.content_type, file.filename)
 
 
+_NESTED = (Blob, dict, list)
+
+
 def store_outputs(output: Any, *, account_id: int, run_id: str) -> Any:
     """``output`` with every ``Blob`` in it stored and replaced by its file object."""
     if isinstance(output, Blob):
@@ -82,6 +85,8 @@ def store_outputs(output: Any, *, account_id: int, run_id: str) -> Any:
             "filename": file.filename,
         }
     if isinstance(output, dict):
+        if not any(isinstance(value, _NESTED) for value in output.values()):
+            return output  # the usual answer of a text tool: nothing to store
         return {
             key: store_outputs(value, account_id=account_id, run_id=run_id)
             for key, value in output.items()

@@ -1,6 +1,9 @@
-"""The application factory's database pool: a connection idle for a while is checked before
-use (app.py ``_ping_idle_connections``), so one the server dropped meanwhile is replaced
-instead of failing the statement given to it."""
+"""The application factory (app.py): its database pool, where a connection idle for a while
+is checked before use (``_ping_idle_connections``), so one the server dropped meanwhile is
+replaced instead of failing the statement given to it; and its request class, which reads a
+body of declared length in one read."""
+
+import io
 
 import psycopg
 import pytest
@@ -8,7 +11,7 @@ import sqlalchemy as sa
 
 from app import create_app
 from extensions import db
-from tests.conftest import app_config, needs_pg
+from tests.conftest import app_config, auth, needs_pg
 
 
 def _backend_pid() -> int:
@@ -50,3 +53,74 @@ def test_a_connection_back_in_use_within_the_idle_time_is_not_pinged(_schema):
         assert _backend_pid() != first
         db.session.remove()
         db.engine.dispose()
+
+
+# --- the request body (PlatformRequest) -----------------------------------------------------
+
+_RUN = b'{"slug": "word-counter", "input": "One two three."}'
+
+
+class _CountedInput(io.BytesIO):
+    """A server's input stream that counts the reads made of it."""
+
+    reads = 0
+
+    def read(self, size=-1):
+        self.reads += 1
+        return super().read(size)
+
+
+def _post_run(client, raw: str, stream: io.BytesIO, **environ):
+    return client.post(
+        "/v1/tools/run",
+        input_stream=stream,
+        headers={**auth(raw), "Content-Type": "application/json"},
+        environ_overrides=environ,
+    )
+
+
+def test_a_body_of_declared_length_is_read_whole_in_one_read(client, make_key):
+    stream = _CountedInput(_RUN)
+    response = _post_run(client, make_key(), stream, CONTENT_LENGTH=str(len(_RUN)))
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["output"]["words"] == 3
+    assert stream.reads == 1
+
+
+def test_a_chunked_body_is_read_by_werkzeug_to_its_end(client, make_key):
+    # A server that de-chunks the body declares no length and ends the stream itself.
+    response = _post_run(
+        client, make_key(), io.BytesIO(_RUN),
+        HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input_terminated": True},
+    )  # fmt: skip
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["output"]["words"] == 3
+
+
+def test_a_body_shorter_than_declared_is_a_bad_request(client, make_key):
+    response = _post_run(client, make_key(), io.BytesIO(_RUN), CONTENT_LENGTH=str(len(_RUN) + 5))
+    assert response.status_code == 400
+    assert response.mimetype == "application/problem+json"
+    assert response.get_json()["code"] == "bad_request"
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(app, client, make_key):
+    stream = _CountedInput(_RUN)
+    over = app.config["MAX_CONTENT_LENGTH"] + 1
+    response = _post_run(client, make_key(), stream, CONTENT_LENGTH=str(over))
+    assert response.status_code == 413
+    assert response.get_json()["code"] == "payload_too_large"
+    assert stream.reads == 0
+
+
+def test_a_form_body_is_still_parsed_after_it_was_read_whole(app):
+    """werkzeug's form parser reads the cached body when the raw body was read first."""
+    body = b"name=value&other=2"
+    with app.test_request_context(
+        "/", method="POST", data=body, content_type="application/x-www-form-urlencoded"
+    ):
+        from flask import request
+
+        assert request.get_data() == body
+        assert request.form.to_dict() == {"name": "value", "other": "2"}
+        assert request.content_length == len(body)
