@@ -154,7 +154,7 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     # autocommit mode: one round trip (a transaction and two COPYs took seven), without
     # SQLAlchemy's session and statement layers, which cost as much CPU as the rows.
     statement = _statement(tuple((table, tuple(values[0])) for table, values in tables))
-    documents = [json.dumps(values, default=datetime.isoformat) for _, values in tables]
+    documents = [json.dumps(values, default=_json_default) for _, values in tables]
     connection = engine.raw_connection()
     driver = connection.driver_connection
     try:
@@ -176,6 +176,13 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
         ) from error  # fmt: skip
     finally:
         connection.close()  # back to the pool (a no-op once invalidated)
+
+
+def _json_default(value: object) -> str:
+    """Timestamps as ISO 8601 for PostgreSQL; any other value JSON cannot hold (a Decimal in
+    an engine's output, say) as its text, as the API's answer shows it, rather than a batch
+    that can never be written."""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
 @cache

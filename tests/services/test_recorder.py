@@ -1,6 +1,7 @@
 """The run recorder: batched writes off the request path, nothing lost on a failed write."""
 
 import time
+from decimal import Decimal
 
 from sqlalchemy import exc
 
@@ -11,7 +12,7 @@ from services import recorder as recorder_module
 from services.recorder import RunRecorder
 from services.runs import InlineRun
 from services.usage import ledger_row
-from tests.conftest import auth
+from tests.conftest import auth, needs_pg
 
 
 def _run(account_id: int, slug: str = "word-counter") -> dict:
@@ -170,3 +171,14 @@ def test_a_value_the_database_cannot_read_is_dropped_not_retried_forever(
         assert recorder.flush() == 2
     assert db.session.get(Run, kept["id"]).status == "succeeded"
     assert recorder.flush() == 0  # nothing left to retry
+
+
+@needs_pg  # SQLite's path serializes through SQLAlchemy's JSON type, which refuses it
+def test_a_value_json_cannot_hold_is_written_as_its_text(app, client, make_key):
+    account_id = _account_id(client, make_key)
+    recorder = RunRecorder(app, delay=3600)
+    run = _run(account_id)
+    run["output"] = {"amount": Decimal("1.50")}
+    recorder.record(run)
+    assert recorder.flush() == 1
+    assert db.session.get(Run, run["id"]).output == {"amount": "1.50"}
