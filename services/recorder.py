@@ -142,9 +142,9 @@ class RunRecorder:
 
 def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     """Insert ``rows`` in one transaction, the runs before the ledger rows that refer to
-    them. Raises SQLAlchemy's errors (IntegrityError for a refused row)."""
-    tables = [(table, [row for row_table, row in rows if row_table is table]) for table in _TABLES]
-    tables = [(table, values) for table, values in tables if values]
+    them. Raises SQLAlchemy's errors (one of ``_REFUSED`` for a row the database refuses)."""
+    by_table = {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
+    tables = [(table, values) for table, values in by_table.items() if values]
     if engine.dialect.name != "postgresql":
         with engine.begin() as connection:
             for table, values in tables:
