@@ -1,7 +1,8 @@
 """The application factory (app.py): its database pool, where a connection idle for a while
 is checked before use (``_ping_idle_connections``), so one the server dropped meanwhile is
-replaced instead of failing the statement given to it; and its request class, which reads a
-body of declared length in one read."""
+replaced instead of failing the statement given to it; its request class, which reads a
+body of declared length in one read; its JSON provider; and flask-login's hook, kept to the
+site's pages."""
 
 import io
 
@@ -124,3 +125,78 @@ def test_a_form_body_is_still_parsed_after_it_was_read_whole(app):
         assert request.get_data() == body
         assert request.form.to_dict() == {"name": "value", "other": "2"}
         assert request.content_length == len(body)
+
+
+# --- answers' JSON (app.PlatformJSONProvider) ----------------------------------------------
+
+
+def test_answers_are_compact_sorted_utf8_json_with_a_final_newline(app):
+    with app.test_request_context("/"):
+        response = app.json.response({"b": "café", "a": [1, 2.5, None, True]})
+    assert response.mimetype == "application/json"
+    assert response.get_data() == '{"a":[1,2.5,null,true],"b":"café"}\n'.encode()
+
+
+def test_answers_encode_dates_uuids_and_dataclasses_as_flask_does(app):
+    import dataclasses
+    import datetime
+    import uuid
+
+    from flask.json.provider import DefaultJSONProvider
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    value = {
+        "when": datetime.datetime(2026, 11, 22, 12, 30, tzinfo=datetime.UTC),
+        "day": datetime.date(2026, 11, 22),
+        "id": uuid.UUID(int=7),
+        "point": Point(3),
+    }
+    flask_json = DefaultJSONProvider(app)
+    with app.test_request_context("/"):
+        for answer in (value, {2: "two", 1: "one"}):
+            assert app.json.response(answer).get_data() == flask_json.response(answer).get_data()
+
+
+def test_what_orjson_cannot_encode_is_left_to_the_stdlib(app):
+    with app.test_request_context("/"):
+        wide = app.json.response({"n": 2**70})
+        assert wide.get_data() == b'{"n":1180591620717411303424}\n'
+        assert wide.mimetype == "application/json"
+        with pytest.raises(TypeError):
+            app.json.response({"x": object()})
+
+
+def test_a_nan_is_answered_as_null_not_as_a_token_json_lacks(app):
+    with app.test_request_context("/"):
+        assert app.json.response({"x": float("nan")}).get_data() == b'{"x":null}\n'
+
+
+def test_dumps_and_debug_answers_are_flasks_own(app):
+    assert app.json.dumps({"b": 1, "a": "é"}) == '{"a": "\\u00e9", "b": 1}'
+    app.debug = True
+    try:
+        with app.test_request_context("/"):
+            assert app.json.response({"a": 1}).get_data() == b'{\n  "a": 1\n}\n'
+    finally:
+        app.debug = False
+
+
+def test_parsing_keeps_wide_integers_exact(app):
+    assert app.json.loads('{"n": 1180591620717411303424}') == {"n": 2**70}
+
+
+def test_the_remember_me_cookie_is_refreshed_on_site_pages_only(app):
+    from app import _site_only
+    from extensions import login_manager
+
+    hooks = app.after_request_funcs[None]
+    assert login_manager._update_remember_cookie not in hooks  # replaced by its wrapper
+    calls = []
+    hook = _site_only(lambda response: calls.append(response) or response)
+    for path, expected in (("/v1/public/whoami", 0), ("/v1", 0), ("/", 1), ("/v1x", 2)):
+        with app.test_request_context(path):
+            assert hook("answer") == "answer"
+        assert len(calls) == expected

@@ -71,7 +71,7 @@ def is_api_path(path: str) -> bool:
 
 
 def is_api_request() -> bool:
-    return is_api_path(request.path)
+    return is_api_path(request._get_current_object().path)
 
 
 class StatelessApiSessions(SecureCookieSessionInterface):
@@ -238,13 +238,16 @@ def _refuse_large_bodies():
     """413 comes first in the pipeline, before the key is even looked at: 1 MiB, or 25 MiB
     where a request may carry files (the run endpoints check text tools' 1 MiB once the
     tool is known)."""
-    length = request.content_length
+    this_request = request._get_current_object()  # one proxy lookup (pipeline.py says why)
+    length = this_request.content_length
+    if not length:
+        return  # the usual case, answered first: no body
     config = current_app.config
-    if not length or length <= config["MAX_TEXT_BODY"] or not is_api_request():
-        return  # the usual case, answered first: no body, or one within every limit
+    if length <= config["MAX_TEXT_BODY"] or not is_api_request():
+        return  # a body within every limit
     limit = (
         config["MAX_CONTENT_LENGTH"]
-        if request.endpoint in _FILE_ENDPOINTS
+        if this_request.endpoint in _FILE_ENDPOINTS
         else config["MAX_TEXT_BODY"]
     )
     if length > limit:
@@ -255,7 +258,8 @@ def _api_headers(response):
     if not is_api_request():
         return response
     try:
-        if g.get("limit_pending"):  # every request spends its hit, even one that never ran
+        # Every request spends its hit, even one that never ran.
+        if g._get_current_object().get("limit_pending"):
             try:
                 settle_limit()
             except Problem as limited:

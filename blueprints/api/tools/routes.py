@@ -66,9 +66,9 @@ def find_tool(slug: str) -> Tool:
 def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict:
     """The tool's inputs from the body: the ``input`` alias mapped to the main field, form
     values typed, validated (422), defaults filled and files stored (422, 413)."""
-    if (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"] and not (
-        tool.binary_inputs
-    ):
+    this_request = request._get_current_object()  # one proxy lookup (pipeline.py says why)
+    length = this_request.content_length or 0
+    if length and length > current_app.config["MAX_TEXT_BODY"] and not tool.binary_inputs:
         raise too_large()
     fields = set(body) | set(uploads)
     if "input" in fields:
@@ -77,7 +77,7 @@ def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict
         for source in (body, uploads):
             if "input" in source:
                 source[tool.primary] = source.pop("input")
-    if request.mimetype == "multipart/form-data":
+    if this_request.mimetype == "multipart/form-data":
         body = _typed_form(tool, body)
     unexpected = [name for name in uploads if name not in tool.binary_inputs]
     if unexpected:
@@ -87,7 +87,8 @@ def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict
     if errors:
         raise validation_failed(errors)
     try:
-        return tool_files.store_inputs(tool, tool.with_defaults(body), uploads, g.key.account_id)
+        account_id = g._get_current_object().key.account_id
+        return tool_files.store_inputs(tool, tool.with_defaults(body), uploads, account_id)
     except BinaryInputError as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None
@@ -163,7 +164,7 @@ def run_tool_request(tool: Tool, inputs: dict):
 
 def _inline(tool: Tool, inputs: dict) -> dict:
     try:
-        result = runs.run_inline(g.key, tool, inputs, admit=admit_run)
+        result = runs.run_inline(g._get_current_object().key, tool, inputs, admit=admit_run)
     except RunFailed as failed:
         db.session.commit()
         raise _run_problem(failed.run.id, failed.run.error) from None
@@ -175,7 +176,7 @@ def _inline(tool: Tool, inputs: dict) -> dict:
 
 def _note_usage(reservation) -> None:
     if reservation is not None:
-        g.day_usage = Usage(reservation.day, reservation.used, 0)
+        g._get_current_object().day_usage = Usage(reservation.day, reservation.used, 0)
 
 
 def _quota_problem(reservation) -> Problem:

@@ -23,7 +23,7 @@ class Whoami(MethodView):
         """Identify the calling key, its account, plan and today's usage (any valid key)."""
         context = authenticate(read_usage=True)
         now = clock.now()
-        today = g.day_usage
+        today = g._get_current_object().day_usage
         categories = load_catalogue().categories() if context.plan.api_access else []
         return {
             "key": {
