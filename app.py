@@ -290,7 +290,8 @@ def register_request_ids(app: Flask) -> None:
 
     @app.after_request
     def add_request_id(response):
-        response.headers["X-Request-Id"] = g._get_current_object().get("request_id", "")
+        # Nothing else writes it: add() skips set()'s search for an earlier value.
+        response.headers.add("X-Request-Id", g._get_current_object().get("request_id", ""))
         return response
 
 

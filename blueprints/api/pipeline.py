@@ -273,8 +273,11 @@ def rate_limit_headers(response):
         day_left = max(0, context.daily_quota - usage.calls)
         remaining += f', "day";r={day_left};t={clock.seconds_to_midnight()}'
         policy = _policy(window.limit, context.daily_quota)
-    # Nothing else writes these headers: adding them skips set()'s search for old values.
-    response.headers.extend(
+    # Nothing else writes these headers, and their values are built here from numbers and
+    # quoted names (no line breaks): they go straight onto werkzeug's list of headers.
+    # Headers.extend() checks each value for line breaks, and searched five values cost
+    # about as much as the rest of this function.
+    response.headers._list.extend(
         (
             ("RateLimit-Policy", policy),
             ("RateLimit", remaining),
