@@ -124,9 +124,14 @@ def admit_run(context: KeyContext, reserve: quota.Request | None) -> quota.Reser
     return runs.reserve_only(context, reserve)
 
 
+def current_key() -> KeyContext:
+    """The key ``authenticate`` resolved for this request."""
+    return g._get_current_object().key
+
+
 def require_api_access(*, on_slug_endpoint: bool = False) -> None:
     """Free and Starter keys may only call whoami (402 on the slug-in-path endpoint)."""
-    context: KeyContext = g._get_current_object().key
+    context = current_key()
     if context.plan.api_access:
         return
     raise Problem(
@@ -141,7 +146,7 @@ def require_api_access(*, on_slug_endpoint: bool = False) -> None:
 
 def require_plan(required: str) -> None:
     """A paid plan below an endpoint's plan gets 402 (DESIGN.md section 4a)."""
-    context: KeyContext = g._get_current_object().key
+    context = current_key()
     if not context.plan.includes(required):
         raise Problem(
             402,
@@ -275,8 +280,8 @@ def rate_limit_headers(response):
         policy = _policy(window.limit, context.daily_quota)
     # Nothing else writes these headers, and their values are built here from numbers and
     # quoted names (no line breaks): they go straight onto werkzeug's list of headers.
-    # Headers.extend() checks each value for line breaks, and searched five values cost
-    # about as much as the rest of this function.
+    # Headers.extend() would search each value for line breaks with a regular expression,
+    # which for these five cost as much as the rest of this function.
     response.headers._list.extend(
         (
             ("RateLimit-Policy", policy),

@@ -17,6 +17,7 @@ from blueprints.api.pipeline import (
     admit_run,
     authenticate,
     cancel_or_409,
+    current_key,
     parse_prefer,
     read_body,
     require_api_access,
@@ -68,7 +69,7 @@ def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict
     values typed, validated (422), defaults filled and files stored (422, 413)."""
     this_request = request._get_current_object()  # one proxy lookup (pipeline.py says why)
     length = this_request.content_length or 0
-    if length and length > current_app.config["MAX_TEXT_BODY"] and not tool.binary_inputs:
+    if length > current_app.config["MAX_TEXT_BODY"] and not tool.binary_inputs:
         raise too_large()
     fields = set(body) | set(uploads)
     if "input" in fields:
@@ -87,7 +88,7 @@ def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict
     if errors:
         raise validation_failed(errors)
     try:
-        account_id = g._get_current_object().key.account_id
+        account_id = current_key().account_id
         return tool_files.store_inputs(tool, tool.with_defaults(body), uploads, account_id)
     except BinaryInputError as refused:
         if refused.status == 413:
@@ -164,7 +165,7 @@ def run_tool_request(tool: Tool, inputs: dict):
 
 def _inline(tool: Tool, inputs: dict) -> dict:
     try:
-        result = runs.run_inline(g._get_current_object().key, tool, inputs, admit=admit_run)
+        result = runs.run_inline(current_key(), tool, inputs, admit=admit_run)
     except RunFailed as failed:
         db.session.commit()
         raise _run_problem(failed.run.id, failed.run.error) from None
