@@ -110,7 +110,7 @@ def _spend_limit(
 def settle_limit() -> None:
     """Spend a deferred per-minute hit now (429 when over); nothing if none is pending."""
     if g.get("limit_pending"):
-        _spend_limit(g.key)
+        _spend_limit(current_key())
 
 
 def admit_run(context: KeyContext, reserve: quota.Request | None) -> quota.Reservation | None:
@@ -319,7 +319,7 @@ def respond_idempotently(produce):
     settle_limit()  # a caller over its limit claims no key
     if not 1 <= len(key) <= 255 or not key.isprintable():
         raise validation_failed({IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable characters."]})
-    context: KeyContext = g.key
+    context = current_key()
     print_ = idempotency.fingerprint(request.method, request.path, request.get_data())
     slot = idempotency.claim(context.key_id, key, print_)
     if slot.state == "conflict":

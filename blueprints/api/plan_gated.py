@@ -10,7 +10,7 @@ Idempotency-Key) and makes an ordinary run, so records, credits, sandbox samples
 
 import copy
 
-from flask import current_app, g
+from flask import current_app
 
 from blueprints.api.docs import (
     API_KEY_SECURITY,
@@ -20,6 +20,7 @@ from blueprints.api.docs import (
 )
 from blueprints.api.pipeline import (
     authenticate,
+    current_key,
     read_body,
     require_plan,
     respond_idempotently,
@@ -29,7 +30,6 @@ from blueprints.api.problems import Problem
 from blueprints.api.tools.routes import run_tool_request, tool_inputs
 from catalogue import Tool
 from engines import get_engine
-from services.keys import KeyContext
 from services.plans import upgrade_url
 from services.runs import credits_for
 
@@ -71,7 +71,7 @@ def _start(tool: Tool, one_of: tuple[str, str] | None):
             message = f"Send either {one_of[0]} or {one_of[1]} (exactly one of them)."
             raise validation_failed({name: [message] for name in one_of})
     inputs = tool_inputs(tool, body, uploads)
-    if not g.key.sandbox:
+    if not current_key().sandbox:
         refuse_if_unavailable(tool)
     return current_app.make_response(run_tool_request(tool, inputs))
 
@@ -91,7 +91,7 @@ def refuse_if_unavailable(tool: Tool) -> None:
 
 def require_api_access_for(tool: Tool) -> None:
     """Free and Starter keys get 403, naming the plan that ``tool``'s endpoint needs."""
-    context: KeyContext = g.key
+    context = current_key()
     if not context.plan.api_access:
         raise Problem(
             403,

@@ -131,7 +131,9 @@ def run_tool_request(tool: Tool, inputs: dict):
         if not tool.queue and not prefer.respond_async:
             return _inline(tool, inputs)
         # respond-async: nobody waits, so the run's end is announced by an event.
-        result = runs.submit(g.key, tool, inputs, notify=prefer.respond_async, admit=admit_run)
+        result = runs.submit(
+            current_key(), tool, inputs, notify=prefer.respond_async, admit=admit_run
+        )
     except QuotaExceeded as refused:
         raise _quota_problem(refused.reservation) from None
     _note_usage(result.reservation)
@@ -237,7 +239,7 @@ def _run_problem(run_id: str, error: dict) -> Problem:
 def own_run(run_id) -> Run:
     """The calling account's tool run, or 404 (never 403: existence is not revealed)."""
     run = db.session.get(Run, str(run_id))
-    if run is None or run.account_id != g.key.account_id or run.tool_slug is None:
+    if run is None or run.account_id != current_key().account_id or run.tool_slug is None:
         raise Problem(404, "run_not_found", f"There is no run {run_id} for this account.")
     return run
 

@@ -1,4 +1,4 @@
-from flask import current_app, g, jsonify, request, url_for
+from flask import current_app, jsonify, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -7,6 +7,7 @@ from blueprints.api.pipeline import (
     admit_run,
     authenticate,
     cancel_or_409,
+    current_key,
     read_body,
     require_api_access,
     require_plan,
@@ -62,7 +63,7 @@ def find_workflow(workflow_id: str) -> Workflow:
 def own_workflow_run(run_id) -> WorkflowRun:
     """The calling account's workflow run, or 404 (never 403: existence is not revealed)."""
     run = db.session.get(WorkflowRun, str(run_id))
-    if run is None or run.account_id != g.key.account_id:
+    if run is None or run.account_id != current_key().account_id:
         raise Problem(404, "run_not_found", f"There is no workflow run {run_id} for this account.")
     return run
 
@@ -91,8 +92,8 @@ def start_run():
     if errors:
         raise validation_failed(errors)
     try:
-        value = workflows.store_input(workflow, body["input"], g.key.account_id)
-        run, reservation = workflows.start(g.key, workflow, value, admit=admit_run)
+        value = workflows.store_input(workflow, body["input"], current_key().account_id)
+        run, reservation = workflows.start(current_key(), workflow, value, admit=admit_run)
     except BinaryInputError as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None
