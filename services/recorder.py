@@ -21,6 +21,7 @@ import time
 from datetime import datetime
 from functools import cache
 
+import orjson
 from flask import Flask, after_this_request, current_app, has_request_context
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, Table, exc
@@ -154,7 +155,7 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     # autocommit mode: one round trip (a transaction and two COPYs took seven), without
     # SQLAlchemy's session and statement layers, which cost as much CPU as the rows.
     statement = _statement(tuple((table, tuple(values[0])) for table, values in tables))
-    documents = [json.dumps(values, default=_json_default) for _, values in tables]
+    documents = [_document(values) for _, values in tables]
     connection = engine.raw_connection()
     driver = connection.driver_connection
     try:
@@ -176,6 +177,19 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
         ) from error  # fmt: skip
     finally:
         connection.close()  # back to the pool (a no-op once invalidated)
+
+
+def _document(values: list[dict]) -> str:
+    """One table's rows as a JSON array.
+
+    orjson writes it in a tenth of the stdlib's time (a run's two rows: about 1 µs against
+    12; it was a tenth of an inline run's CPU). Timestamps come out as ``isoformat`` writes
+    them, and a NaN or an infinity as null, as in the API's answer. What orjson cannot
+    encode (an integer wider than 64 bits) is left to the stdlib."""
+    try:
+        return orjson.dumps(values, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(values, default=_json_default)
 
 
 def _json_default(value: object) -> str:

@@ -160,14 +160,14 @@ def test_a_value_the_database_cannot_read_is_dropped_not_retried_forever(
     recorder = RunRecorder(app, delay=3600)
     kept, unreadable = _run(account_id), _run(account_id)
     unreadable["id"] = unreadable["id"][:-1] + "8"
-    unreadable["output"] = {"score": float("nan")}  # not JSON: PostgreSQL refuses it
+    unreadable["duration_ms"] = 2**40  # PostgreSQL's integer column refuses it
     recorder.record(kept)
     recorder.record(unreadable)
     if db.engine.dialect.name == "postgresql":
         assert recorder.flush() == 1
         assert db.session.get(Run, unreadable["id"]) is None
         assert f"dropped the rows of run {unreadable['id']}" in caplog.text
-    else:  # SQLite stores the text as it is
+    else:  # SQLite's integers are 64 bits wide
         assert recorder.flush() == 2
     assert db.session.get(Run, kept["id"]).status == "succeeded"
     assert recorder.flush() == 0  # nothing left to retry
@@ -182,3 +182,18 @@ def test_a_value_json_cannot_hold_is_written_as_its_text(app, client, make_key):
     recorder.record(run)
     assert recorder.flush() == 1
     assert db.session.get(Run, run["id"]).output == {"amount": "1.50"}
+
+
+@needs_pg  # SQLite's path serializes through SQLAlchemy's JSON type
+def test_nan_is_written_as_null_and_a_wide_integer_as_it_is(app, client, make_key):
+    account_id = _account_id(client, make_key)
+    recorder = RunRecorder(app, delay=3600)
+    nan, wide = _run(account_id), _run(account_id)
+    wide["id"] = wide["id"][:-1] + "8"
+    nan["output"] = {"score": float("nan"), "top": float("inf")}  # the answer shows null
+    wide["output"] = {"count": 2**70}  # wider than orjson writes: the stdlib writes it
+    recorder.record(nan)
+    recorder.record(wide)
+    assert recorder.flush() == 2
+    assert db.session.get(Run, nan["id"]).output == {"score": None, "top": None}
+    assert db.session.get(Run, wide["id"]).output == {"count": 2**70}
