@@ -11,7 +11,7 @@ from types import MethodType
 from typing import Any
 
 import orjson
-from flask import Flask, Request, g, request
+from flask import Flask, Request, current_app, g, request
 from flask.json.provider import DefaultJSONProvider
 from sqlalchemy import event, exc
 from werkzeug.exceptions import ClientDisconnected
@@ -31,6 +31,19 @@ class PlatformRequest(Request):
     ``Content-Length`` is declared, within the limit and not chunked is read whole, straight
     from the server's input; anything else is left to werkzeug, which answers it as before.
     """
+
+    @property
+    def max_content_length(self) -> int | None:
+        """Flask's (a limit set on this request, else ``MAX_CONTENT_LENGTH``), with one
+        lookup of the app instead of an attribute read through its proxy (each builds and
+        discards an AttributeError: blueprints/api/pipeline.py)."""
+        if self._max_content_length is not None or not current_app:
+            return super().max_content_length
+        return current_app._get_current_object().config["MAX_CONTENT_LENGTH"]
+
+    @max_content_length.setter
+    def max_content_length(self, value: int | None) -> None:
+        self._max_content_length = value
 
     @cached_property
     def content_length(self) -> int | None:

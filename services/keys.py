@@ -159,7 +159,8 @@ def resolve(raw: str) -> KeyContext | None:
     if not looks_like_key(raw):
         return None
     key_hash = hash_key(raw)
-    ttl = current_app.config["KEY_CACHE_SECONDS"]
+    config = current_app._get_current_object().config  # blueprints/api/pipeline.py says why
+    ttl = config["KEY_CACHE_SECONDS"]
     now = time.monotonic()
     hit = _cache.get(key_hash)
     if hit is not None and now - hit[0] < ttl:

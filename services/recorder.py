@@ -230,7 +230,7 @@ def _by_run(rows: list[tuple[Table, dict]]) -> list[list[tuple[Table, dict]]]:
 
 
 def recorder() -> RunRecorder:
-    return current_app.extensions["run_recorder"]
+    return current_app._get_current_object().extensions["run_recorder"]  # api/pipeline.py says why
 
 
 def init_app(app: Flask) -> None:

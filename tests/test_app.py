@@ -127,6 +127,15 @@ def test_a_form_body_is_still_parsed_after_it_was_read_whole(app):
         assert request.content_length == len(body)
 
 
+def test_the_body_limit_is_the_apps_unless_set_on_the_request(app):
+    with app.test_request_context("/", method="POST", data=b"x"):
+        from flask import request
+
+        assert request.max_content_length == app.config["MAX_CONTENT_LENGTH"]
+        request.max_content_length = 5
+        assert request.max_content_length == 5
+
+
 # --- answers' JSON (app.PlatformJSONProvider) ----------------------------------------------
 
 

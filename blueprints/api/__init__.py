@@ -242,7 +242,7 @@ def _refuse_large_bodies():
     length = this_request.content_length
     if not length:
         return  # the usual case, answered first: no body
-    config = current_app.config
+    config = current_app._get_current_object().config
     if length <= config["MAX_TEXT_BODY"] or not is_api_request():
         return  # a body within every limit
     limit = (

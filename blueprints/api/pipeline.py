@@ -21,9 +21,10 @@ from services import clock, idempotency, keys, quota, ratelimit, runs
 from services.keys import KeyContext
 from services.plans import upgrade_url
 
-# Code that runs on every request takes the objects behind Flask's ``request`` and ``g`` with
-# ``_get_current_object()``, once: each attribute read through a proxy first builds and
-# discards an AttributeError (the proxy's ``__getattr__`` is asked only then), about 1 µs.
+# Code that runs on every request takes the objects behind Flask's ``request``, ``g`` and
+# ``current_app`` with ``_get_current_object()``, once: each attribute read through a proxy
+# first builds and discards an AttributeError (the proxy's ``__getattr__`` is asked only
+# then), about 1 µs.
 
 API_KEY_HEADER = "X-SVC-API-Key"
 _API_KEY_ENVIRON = "HTTP_" + API_KEY_HEADER.upper().replace("-", "_")

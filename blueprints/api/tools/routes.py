@@ -54,7 +54,7 @@ _ACCEPTED = {
 
 def run_body() -> tuple[dict, dict[str, FileStorage]]:
     """A run's body: JSON or multipart, up to the file limit (text tools check 1 MiB later)."""
-    return read_body(max_bytes=current_app.config["MAX_CONTENT_LENGTH"])
+    return read_body(max_bytes=current_app._get_current_object().config["MAX_CONTENT_LENGTH"])
 
 
 def find_tool(slug: str) -> Tool:
@@ -67,9 +67,9 @@ def find_tool(slug: str) -> Tool:
 def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict:
     """The tool's inputs from the body: the ``input`` alias mapped to the main field, form
     values typed, validated (422), defaults filled and files stored (422, 413)."""
-    this_request = request._get_current_object()  # one proxy lookup (pipeline.py says why)
-    length = this_request.content_length or 0
-    if length > current_app.config["MAX_TEXT_BODY"] and not tool.binary_inputs:
+    this_request = request._get_current_object()  # one proxy lookup each (pipeline.py says why)
+    config = current_app._get_current_object().config
+    if (this_request.content_length or 0) > config["MAX_TEXT_BODY"] and not tool.binary_inputs:
         raise too_large()
     fields = set(body) | set(uploads)
     if "input" in fields:
