@@ -197,3 +197,21 @@ def test_nan_is_written_as_null_and_a_wide_integer_as_it_is(app, client, make_ke
     assert recorder.flush() == 2
     assert db.session.get(Run, nan["id"]).output == {"score": None, "top": None}
     assert db.session.get(Run, wide["id"]).output == {"count": 2**70}
+
+
+@needs_pg  # PostgreSQL reads no NUL in these rows; SQLite stores what it is given
+def test_a_nul_character_is_stored_as_a_replacement_character_not_lost(app, client, make_key):
+    account_id = _account_id(client, make_key)
+    recorder = RunRecorder(app, delay=3600)
+    run = _run(account_id)
+    # A NUL, a NUL after an escaped backslash, and the six characters \u0000 (kept as they are).
+    run["input"] = {"text": "a\x00b \\\x00 \\u0000"}
+    run["output"] = {"first": "\x00"}
+    recorder.record(
+        run, ledger_row(account_id, None, "word-counter", run["id"], 1, False, clock.now())
+    )
+    assert recorder.flush() == 2
+    stored = db.session.get(Run, run["id"])
+    assert stored.input == {"text": "a\ufffdb \\\ufffd \\u0000"}
+    assert stored.output == {"first": "\ufffd"}
+    assert db.session.scalar(db.select(UsageEvent).where(UsageEvent.run_id == run["id"]))
