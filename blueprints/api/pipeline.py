@@ -110,7 +110,7 @@ def _spend_limit(
 
 def settle_limit() -> None:
     """Spend a deferred per-minute hit now (429 when over); nothing if none is pending."""
-    if g.get("limit_pending"):
+    if g._get_current_object().get("limit_pending"):
         _spend_limit(current_key())
 
 

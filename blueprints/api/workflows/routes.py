@@ -91,9 +91,10 @@ def start_run():
         errors |= workflow.validate(body["input"])
     if errors:
         raise validation_failed(errors)
+    context = current_key()
     try:
-        value = workflows.store_input(workflow, body["input"], current_key().account_id)
-        run, reservation = workflows.start(current_key(), workflow, value, admit=admit_run)
+        value = workflows.store_input(workflow, body["input"], context.account_id)
+        run, reservation = workflows.start(context, workflow, value, admit=admit_run)
     except BinaryInputError as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None
