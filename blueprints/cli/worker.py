@@ -1,16 +1,26 @@
 """``flask --app app worker``: the RQ worker of the Procfile, with the app context."""
 
+import logging
+import time
+
 import click
+import redis
 from flask import current_app
 from flask.cli import with_appcontext
 from rq import Queue, SimpleWorker
+from rq.exceptions import StopRequested
 
 from services import sweeper
 from services.queue import JobLease
 from services.redis import redis_client
 
+log = logging.getLogger(__name__)
+
 # The deadline a lease records for a job without a timeout of its own.
 _NO_TIMEOUT_DEADLINE = 24 * 3600
+# Waits before a new worker takes over from one that ended on an error: doubled each time
+# up to the most, back to the first once a worker has run for a while.
+_FIRST_WAIT, _MOST_WAIT, _RAN_A_WHILE = 1.0, 30.0, 60.0
 
 
 class LeasedWorker(SimpleWorker):
@@ -19,6 +29,12 @@ class LeasedWorker(SimpleWorker):
     lapses within ``lease_seconds`` and the sweep fails the job's run."""
 
     lease_seconds = 30.0
+    # Set when a stop is asked for (SIGTERM, Ctrl+C); RQ's own flag is set only mid-job.
+    stop_asked = False
+
+    def request_stop(self, signum, frame):
+        self.stop_asked = True
+        super().request_stop(signum, frame)
 
     def execute_job(self, job, queue):
         timeout = job.timeout if job.timeout and job.timeout > 0 else _NO_TIMEOUT_DEADLINE
@@ -45,11 +61,48 @@ def worker_cli(queues):
             "this service and needs its public address, e.g. "
             "PUBLIC_BASE_URL=https://svc.example.com."
         )
-    worker = LeasedWorker(
-        [Queue(name, connection=client) for name in queues],
-        connection=client,
-        maintenance_interval=int(app.config["RQ_MAINTENANCE_SECONDS"]),
-    )
-    worker.lease_seconds = float(app.config["JOB_LEASE_SECONDS"])
     sweeper.start_maintenance(app)
-    worker.work(with_scheduler=True)
+
+    def new_worker() -> LeasedWorker:
+        worker = LeasedWorker(
+            [Queue(name, connection=client) for name in queues],
+            connection=client,
+            maintenance_interval=int(app.config["RQ_MAINTENANCE_SECONDS"]),
+        )
+        worker.lease_seconds = float(app.config["JOB_LEASE_SECONDS"])
+        return worker
+
+    work_until_stopped(new_worker)
+
+
+def work_until_stopped(new_worker, sleep=time.sleep) -> None:
+    """Run workers from ``new_worker()`` one after the other until a stop is asked for.
+
+    RQ's worker waits out a Redis outage only while it waits for a job. Anywhere else (the
+    heartbeat after a job, reporting the job's end, its start or its end as a worker) the
+    error ends it: it logs "found an unhandled exception, quitting" and returns, or raises
+    (so does making one: it names its connection in Redis).
+    This process must outlive a Redis restart (a test saw its worker gone for good after
+    one), so a new worker takes over, after a wait that grows while the errors go on.
+    """
+    wait = _FIRST_WAIT
+    while True:
+        started = time.monotonic()
+        try:
+            worker = new_worker()  # it names its connection in Redis
+            worker.work(with_scheduler=True)
+            if worker.stop_asked:
+                return
+            reason = "the worker ended on an error"
+        except (redis.ConnectionError, redis.TimeoutError) as lost:
+            reason = f"Redis is unreachable ({lost})"
+        except StopRequested:  # asked for while the worker was starting
+            return
+        if time.monotonic() - started >= _RAN_A_WHILE:
+            wait = _FIRST_WAIT
+        log.warning("%s; a new worker starts in %.0f s", reason, wait)
+        try:
+            sleep(wait)
+        except StopRequested:  # the last worker's signal handlers are still installed
+            return
+        wait = min(wait * 2, _MOST_WAIT)

@@ -265,6 +265,32 @@ def test_a_worker_carries_on_when_redis_comes_back(outage_app, redis_server, wor
 
 
 @needs_pg
+def test_a_worker_that_loses_redis_while_ending_a_job_is_replaced(redis_server, worker_on):
+    """RQ's worker waits out an outage only while it waits for a job: Redis gone while it
+    reports a job's end made it quit, and the process ran no job again."""
+    from rq import Queue
+    from rq.job import Job
+
+    client = redis.Redis.from_url(redis_server.url)
+    queue = Queue(connection=client)
+    worker_on(redis_server.url)
+    slow = queue.enqueue("time.sleep", 2)
+    deadline = time.monotonic() + 30
+    while slow.get_status(refresh=True) != "started":  # the worker is on it
+        assert time.monotonic() < deadline, slow.get_status()
+        time.sleep(0.05)
+    redis_server.stop()
+    time.sleep(3)  # the job ends while Redis is gone
+    redis_server.start()
+    client = redis.Redis.from_url(redis_server.url)
+    after = Queue(connection=client).enqueue("os.getpid")
+    deadline = time.monotonic() + 60
+    while (status := Job.fetch(after.id, connection=client).get_status()) != "finished":
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+
+
+@needs_pg
 def test_database_unreachable_is_503_without_a_trace(redis_server):
     dead = f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/nowhere"
     app = create_app(

@@ -1,0 +1,65 @@
+"""``flask worker``: a new RQ worker takes over from one that ended on an error."""
+
+import redis
+from rq.exceptions import StopRequested
+
+from blueprints.cli.worker import work_until_stopped
+
+
+class _Worker:
+    """Stands for a LeasedWorker: its ``work`` ends as scripted."""
+
+    def __init__(self, ending):
+        self.ending = ending
+        self.stop_asked = False
+
+    def work(self, with_scheduler):
+        assert with_scheduler
+        if self.ending == "stop":
+            self.stop_asked = True  # as request_stop sets it before RQ's loop returns
+        elif isinstance(self.ending, Exception):
+            raise self.ending
+
+
+def _run(endings, sleep=None):
+    made, waits = [], []
+
+    def new_worker():
+        made.append(_Worker(endings[len(made)]))
+        if made[-1].ending == "unmade":
+            raise redis.ConnectionError("refused")  # RQ names its connection when made
+        return made[-1]
+
+    work_until_stopped(new_worker, sleep=sleep or waits.append)
+    return made, waits
+
+
+def test_a_worker_that_ended_on_an_error_is_replaced_until_a_stop_is_asked_for():
+    endings = [
+        None,  # RQ: "found an unhandled exception, quitting" (a Redis error after a job)
+        redis.ConnectionError("refused"),  # Redis gone while the worker started or ended
+        redis.TimeoutError("slow"),
+        "unmade",
+        None,
+        "stop",
+    ]
+    made, waits = _run(endings)
+    assert len(made) == 6
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0]  # doubled while the errors go on
+
+
+def test_the_wait_between_workers_stops_growing_at_30_seconds():
+    made, waits = _run([None] * 8 + ["stop"])
+    assert waits[-3:] == [30.0, 30.0, 30.0]
+    assert len(made) == 9
+
+
+def test_a_stop_asked_for_while_starting_or_waiting_ends_the_command():
+    made, _ = _run([StopRequested()])
+    assert len(made) == 1
+
+    def stopped(_seconds):
+        raise StopRequested()  # SIGTERM while waiting: the last worker's handler raises
+
+    made, _ = _run([None, "stop"], sleep=stopped)
+    assert len(made) == 1
