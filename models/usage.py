@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from extensions import db
@@ -11,7 +11,17 @@ class UsageEvent(db.Model):
     """The usage ledger: one row per successful invocation, with its credit cost."""
 
     __tablename__ = "usage_events"
-    __table_args__ = (Index("ix_usage_key_created", "api_key_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_usage_key_created", "api_key_id", "created_at"),
+        # One ledger row per run; deleting runs finds their rows by it.
+        Index(
+            "ix_usage_events_run_id",
+            "run_id",
+            unique=True,
+            postgresql_where=text("run_id IS NOT NULL"),
+            sqlite_where=text("run_id IS NOT NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     account_id: Mapped[int] = mapped_column(
