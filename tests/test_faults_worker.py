@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from rq import Queue
@@ -187,3 +189,45 @@ def test_rq_abandoned_job_cleanup_fails_the_run_through_its_callback(
     assert "did not finish in time" in run.error["message"]
     assert _calls_today(key_id) == 0
     assert run_id in queue.failed_job_registry.get_job_ids()
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                children.append(int(stat.parent.name))
+    return children
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (dead, not yet reaped by its new parent) counts as gone.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
+def test_a_killed_workers_scheduler_ends_and_the_next_worker_schedules(client, workers):
+    """RQ's scheduler is a child process of the worker; when the worker is SIGKILLed it
+    must end too (and give up its lock), or the next worker runs without a scheduler."""
+    connection = client.application.extensions["redis"]
+    lock = "rq:scheduler-lock:default"
+    first = workers()
+    owner = _until(lambda: connection.get(lock), 30, "the first worker's scheduler never started")
+    scheduler_pid = _until(lambda: _children(first.pid), 10, "no scheduler process")[0]
+
+    os.kill(first.pid, signal.SIGKILL)  # the worker alone: its scheduler gets no signal
+    first.wait(timeout=10)
+    _until(lambda: not _alive(scheduler_pid), 10, "the scheduler outlived its worker")
+    assert connection.get(lock) is None  # it gave the lock back as it stopped
+
+    workers()
+    new_owner = _until(lambda: connection.get(lock), 30, "the next worker has no scheduler")
+    assert new_owner != owner
+    job = _queue(client).enqueue_in(timedelta(seconds=1), "os.getpid")
+    _until(lambda: job.get_status(refresh=True) == "finished", 30, "a delayed job never ran")

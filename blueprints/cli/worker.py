@@ -1,6 +1,9 @@
 """``flask --app app worker``: the RQ worker of the Procfile, with the app context."""
 
+import ctypes
 import logging
+import os
+import signal
 import time
 
 import click
@@ -8,8 +11,11 @@ import redis
 from flask import current_app
 from flask.cli import with_appcontext
 from rq import Queue, SimpleWorker
+from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.exceptions import StopRequested
+from rq.scheduler import RQScheduler
 
+from extensions import db
 from services import sweeper
 from services.queue import JobLease
 from services.redis import redis_client
@@ -38,8 +44,65 @@ class LeasedWorker(SimpleWorker):
 
     def execute_job(self, job, queue):
         timeout = job.timeout if job.timeout and job.timeout > 0 else _NO_TIMEOUT_DEADLINE
-        with JobLease(self.connection, job.id, timeout, self.lease_seconds):
-            super().execute_job(job, queue)
+        try:
+            with JobLease(self.connection, job.id, timeout, self.lease_seconds):
+                super().execute_job(job, queue)
+        finally:
+            # The worker keeps one app context for its life, so nothing else ends the job's
+            # session: one that saw the database go (a restart, a failover) stayed in its
+            # failed transaction, and every later job failed on it (PendingRollbackError)
+            # until the worker was restarted. Each job starts on a fresh session; the pool
+            # has dropped the dead connections already.
+            db.session.remove()
+
+    def _start_scheduler(
+        self,
+        burst=False,
+        logging_level="INFO",
+        date_format=DEFAULT_LOGGING_DATE_FORMAT,
+        log_format=DEFAULT_LOGGING_FORMAT,
+    ):
+        """RQ's own, with a scheduler process that ends with this worker (RQ's outlived a
+        SIGKILLed worker and kept the scheduler lock, so the worker that replaced it ran
+        without one: webhook retries and delayed jobs waited)."""
+        self.scheduler = WorkerBoundScheduler(
+            self.queues,
+            connection=self.connection,
+            logging_level=logging_level if logging_level is not None else self.log.level,
+            date_format=date_format,
+            log_format=log_format,
+            serializer=self.serializer,
+        )
+        self.scheduler.acquire_locks()
+        if self.scheduler.acquired_locks:
+            if burst:
+                try:
+                    self.scheduler.register_birth()
+                    self.scheduler.enqueue_scheduled_jobs()
+                finally:
+                    self.scheduler.release_locks()
+                    self.scheduler.register_death()
+            else:
+                self.scheduler.start()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+class WorkerBoundScheduler(RQScheduler):
+    """RQ's scheduler process, asked to stop (SIGTERM: it releases its locks) when the
+    worker that started it dies, however it dies."""
+
+    def start(self):
+        self._worker_pid = os.getpid()
+        return super().start()
+
+    def work(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != self._worker_pid:  # it died before the line above
+            os.kill(os.getpid(), signal.SIGTERM)
+        super().work()
 
 
 @click.command("worker")

@@ -1,0 +1,139 @@
+"""The database restarted or crashed under running processes, on a private PostgreSQL
+server (``tests/fakes/postgres_server.py``) and the real Redis: workers carry on by
+themselves."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from flask_migrate import upgrade
+
+from app import create_app
+from extensions import db
+from models import ApiKey, Run
+from tests.conftest import ROOT, _clean, _deployment_env, app_config, auth, needs_pg, needs_redis
+from tests.fakes import FakeOpenAI
+from tests.fakes.postgres_server import PrivatePostgres
+from tests.fakes.webhook_receiver import Receiver
+
+pytestmark = [needs_pg, needs_redis]
+
+TOOL = "code-explainer"  # llm.chat, queued: the worker calls the provider
+
+
+@pytest.fixture(scope="module")
+def private_pg():
+    server = PrivatePostgres().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def app(private_pg):
+    """The app on the private server (migrated) and the test Redis (the fixtures that take
+    ``app``, ``client`` and ``make_key``, use it in this module)."""
+    app = create_app(app_config(SQLALCHEMY_DATABASE_URI=private_pg.url))
+    with app.app_context():
+        upgrade()
+        db.engine.dispose()
+    yield from _clean(app)
+
+
+@pytest.fixture
+def provider():
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def worker(private_pg, provider, tmp_path):
+    """``flask --app app worker`` on the private server; stopped at the end."""
+    flask = os.path.join(os.path.dirname(sys.executable), "flask")
+    env = {
+        **_deployment_env(),
+        "DATABASE_URL": private_pg.url,
+        "AI_BASE_URL": provider.base_url,
+        "FETCH_ALLOW_PRIVATE": "1",
+        "SWEEP_INTERVAL_SECONDS": "0.5",
+    }
+    with (tmp_path / "worker.log").open("w") as log:
+        process = subprocess.Popen(
+            [flask, "--app", "app", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    yield process
+    if process.poll() is None:
+        process.terminate()
+        process.wait(timeout=20)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _until(check, seconds: float, message: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            db.session.rollback()
+            value = check()
+            if value:
+                return value
+        time.sleep(0.1)
+    pytest.fail(message)
+
+
+def _queued_run(client, raw: str) -> str:
+    response = client.post(
+        "/v1/tools/run",
+        headers={**auth(raw), "Prefer": "respond-async"},
+        json={"slug": TOOL, "input": "print('hello')"},
+    )
+    assert response.status_code == 202, response.get_json()
+    return response.get_json()["run_id"]
+
+
+def _status(run_id: str) -> str | None:
+    run = db.session.get(Run, run_id, populate_existing=True)
+    return run.status if run is not None else None
+
+
+def test_a_worker_carries_on_after_the_database_restarts(
+    client, private_pg, worker, make_key, tmp_path
+):
+    receiver = Receiver()
+    try:
+        raw = make_key("pro")
+        db.session.scalar(db.select(ApiKey)).webhook_url = receiver.url
+        db.session.commit()
+        first = _queued_run(client, raw)
+        _until(lambda: _status(first) == "succeeded", 60, "the first run did not succeed")
+        assert len(receiver.wait_for(1, 20)) == 1
+
+        # The worker's connections die with the server (AdminShutdown on the next use).
+        db.session.remove()
+        private_pg.restart()
+        private_pg.wait_until_ready()
+        time.sleep(1.5)  # past the pool's idle ping: the dead connection is used as is
+
+        # The next runs succeed, their webhooks go out, with no one touching the worker.
+        second = _queued_run(client, raw)
+        third = _queued_run(client, raw)
+        for run_id in (second, third):
+            _until(lambda r=run_id: _status(r) == "succeeded", 60, "a run after the restart")
+        events = receiver.wait_for(3, 30)
+        assert sorted(json.loads(e.body)["run_id"] for e in events[1:]) == sorted((second, third))
+        assert {json.loads(e.body)["event"] for e in events} == {"tool.completed"}
+        assert worker.poll() is None
+        assert "PendingRollbackError" not in (tmp_path / "worker.log").read_text()
+    finally:
+        receiver.stop()
