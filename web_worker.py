@@ -1,0 +1,244 @@
+"""The web command's gunicorn worker: gevent, and each request read in full before the app.
+
+With threads (gunicorn's ``gthread``: 2 workers x 4 threads), eight clients that sent half a
+request, or a couple of hundred that sent nothing, held every thread and left every other
+request unanswered (issue 13); so did eight callers waiting for queued runs (``Prefer:
+wait``, up to 60 s). Here each connection is a greenlet: a client that is slow to send, a
+request waiting for its queued run (a Redis BLPOP), a tool fetching a page and the model
+calls all wait without holding anything but their greenlet, and psycopg 3, redis-py and the
+app's background threads (``services/recorder.py``) cooperate once gevent has patched the
+standard library (the worker patches it before it loads the app; psycopg then waits with
+the patched ``poll``).
+
+What this class adds to gunicorn's ``gevent`` worker is a bound on how long a client may
+take to send a request. gunicorn's own waits only for the request line and headers (for
+``--keep-alive`` seconds, 2 by default, counted from the connection's start even once bytes
+are flowing) and never for the body, which the app reads as it goes. Here:
+
+- a connection that has sent no byte of its next request is closed after ``--keep-alive``
+  seconds (as gunicorn does; also on a fresh connection);
+- once the first byte of a request has come, its headers and its whole body must have
+  arrived within ``WEB_REQUEST_TIMEOUT`` seconds (default 20), else the client is answered
+  ``408`` and the connection closed. The body is read into memory (a spooled temporary file
+  past 1 MiB) before the app is called, so the app never waits for a client: a body that is
+  announced larger than the app's ``MAX_CONTENT_LENGTH`` is not read (the app refuses it,
+  ``413``, and the connection is closed), and a chunked body that grows past that limit is
+  answered ``413`` at once. ``Expect: 100-continue`` is answered before the body is read.
+
+Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker ... wsgi:app`` (the
+Procfile's web command). Needs ``gevent`` (requirements.txt).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import ssl
+import tempfile
+import time
+from http import HTTPStatus
+
+import gevent
+from gevent.local import local
+from gunicorn.http.body import Body, ChunkedReader, LengthReader
+from gunicorn.http.errors import NoMoreData
+from gunicorn.workers.ggevent import GeventWorker
+
+TIMEOUT_SETTING = "WEB_REQUEST_TIMEOUT"
+DEFAULT_TIMEOUT = 20.0
+# Used when the app has no MAX_CONTENT_LENGTH of its own (config.py sets 25 MiB).
+DEFAULT_MAX_BODY = 25 * 1024 * 1024
+# A body up to this size stays in memory; a larger one goes to a temporary file.
+SPOOL_IN_MEMORY = 1024 * 1024
+READ_SIZE = 64 * 1024
+
+
+def request_timeout() -> float:
+    """``WEB_REQUEST_TIMEOUT`` in seconds (a positive number), or the default."""
+    value = os.environ.get(TIMEOUT_SETTING, "").strip()
+    if not value:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise SystemExit(f"{TIMEOUT_SETTING}={value!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise SystemExit(f"{TIMEOUT_SETTING}={value!r} must be a positive number of seconds")
+    return seconds
+
+
+class _ClientSocket:
+    """The client's socket, telling the request's timer when the first bytes of a request
+    arrive. Everything but ``recv`` goes straight to the socket."""
+
+    __slots__ = ("_sock", "timer", "deadline")
+
+    def __init__(self, sock):
+        self._sock = sock
+        self.timer: _RequestTimer | None = None
+        # When the request being read must have fully arrived (monotonic clock).
+        self.deadline = 0.0
+
+    def recv(self, size: int, *flags) -> bytes:
+        data = self._sock.recv(size, *flags)
+        timer = self.timer
+        if timer is not None and data:
+            timer.started()
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+
+class _RequestTimer:
+    """Bounds gunicorn's wait for the next request's line and headers (what the worker's
+    ``timeout_ctx`` returns): ``idle`` seconds until its first byte, then ``total`` seconds
+    from that byte. When either runs out the wait ends without a request (gunicorn then
+    closes the connection)."""
+
+    __slots__ = ("sock", "idle", "total", "timeout")
+
+    def __init__(self, sock, idle: float, total: float):
+        self.sock = sock
+        self.idle = idle
+        self.total = total
+        self.timeout: gevent.Timeout | None = None
+
+    def __enter__(self) -> _RequestTimer:
+        if isinstance(self.sock, _ClientSocket):
+            self.sock.timer = self
+            self.sock.deadline = time.monotonic() + self.idle + self.total
+            self.timeout = gevent.Timeout(self.idle)
+        else:  # a TLS socket is not wrapped: one bound for the whole request
+            self.timeout = gevent.Timeout(self.total)
+        self.timeout.start()
+        return self
+
+    def started(self) -> None:
+        """The first bytes of the request came: it has ``total`` seconds from now."""
+        self.sock.timer = None
+        self.sock.deadline = time.monotonic() + self.total
+        self.timeout.close()
+        self.timeout = gevent.Timeout(self.total)
+        self.timeout.start()
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        timeout, self.timeout = self.timeout, None
+        timeout.close()
+        if isinstance(self.sock, _ClientSocket):
+            self.sock.timer = None
+        return value is timeout  # ours ran out: no request (others propagate)
+
+
+class BufferedGeventWorker(GeventWorker):
+    """gunicorn's gevent worker with bounded request reads (see the module's docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.request_timeout = request_timeout()
+        self._max_body: int | None = None
+
+    @classmethod
+    def check_config(cls, cfg, log) -> None:
+        request_timeout()  # a bad setting stops the master, not every worker in turn
+        if not cfg.keepalive:
+            log.warning(
+                "--keep-alive 0: gunicorn then waits for a request's headers without a bound"
+            )
+
+    def init_process(self):
+        self._connection = local()  # this greenlet's client socket (timeout_ctx has none)
+        super().init_process()
+
+    def handle(self, listener, client, addr):
+        if not isinstance(client, ssl.SSLSocket):
+            client = _ClientSocket(client)
+        self._connection.sock = client
+        super().handle(listener, client, addr)
+
+    def timeout_ctx(self):
+        # gunicorn enters it around each wait for a request line and headers.
+        return _RequestTimer(self._connection.sock, self.cfg.keepalive, self.request_timeout)
+
+    def max_body(self) -> int:
+        """The app's ``MAX_CONTENT_LENGTH`` (bodies larger than that are refused anyway)."""
+        if self._max_body is None:
+            config = getattr(self.wsgi, "config", None) or {}
+            self._max_body = int(config.get("MAX_CONTENT_LENGTH") or DEFAULT_MAX_BODY)
+        return self._max_body
+
+    def handle_request(self, listener_name, req, sock, addr):
+        reader = getattr(req.body, "reader", None)
+        length = reader.length if isinstance(reader, LengthReader) else None
+        if length or isinstance(reader, ChunkedReader):
+            if length is not None and length > self.max_body():
+                req.force_close()  # the app answers 413; its body is not read
+            else:
+                deadline = getattr(sock, "deadline", 0.0) or time.monotonic() + self.request_timeout
+                req.body = self._read_body(req, sock, length, deadline)
+        return super().handle_request(listener_name, req, sock, addr)
+
+    def _read_body(self, req, sock, length: int | None, deadline: float) -> Body:
+        """The whole body, read by ``deadline`` (else 408 and the connection closed)."""
+        if req._expected_100_continue:
+            sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            req._expected_100_continue = False  # gunicorn would send it again
+        if length is not None and length <= SPOOL_IN_MEMORY:
+            spool = io.BytesIO()
+        else:
+            # It outlives this call: it becomes the request's body (freed with the request).
+            spool = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, dir=self.cfg.tmp_upload_dir)  # noqa: SIM115
+        limit, size = self.max_body(), 0
+        timeout = gevent.Timeout(max(deadline - time.monotonic(), 0.001))
+        timeout.start()
+        try:
+            while chunk := req.body.read(READ_SIZE):
+                size += len(chunk)
+                if size > limit:  # chunked, and longer than the app takes
+                    spool.close()
+                    _answer_and_close(sock, 413, "payload_too_large",
+                                      f"The body is larger than {limit} bytes.")  # fmt: skip
+                spool.write(chunk)
+        except gevent.Timeout as expired:
+            if expired is not timeout:
+                raise
+            spool.close()
+            self.log.info("%s %s: the body did not arrive within %g s; connection closed",
+                          req.method, req.path, self.request_timeout)  # fmt: skip
+            _answer_and_close(
+                sock, 408, "request_timeout",
+                f"The request was not received in full within {self.request_timeout:g} s.",
+            )  # fmt: skip
+        finally:
+            timeout.close()
+        if length is not None and size < length:
+            spool.close()
+            raise NoMoreData(b"")  # the client went away mid-body: gunicorn closes quietly
+        spool.seek(0)
+        return Body(spool)
+
+
+def _answer_and_close(sock, status: int, code: str, detail: str):
+    """Answer ``status`` with a problem document as the app writes them (best effort, one
+    second at most), then end the connection (gunicorn closes it on StopIteration)."""
+    try:
+        from blueprints.api.problems import PROBLEM_TYPE_BASE
+    except ImportError:  # another app than this project's
+        PROBLEM_TYPE_BASE = "about:blank#"
+    reason = HTTPStatus(status).phrase
+    document = {
+        "code": code,
+        "detail": detail,
+        "status": status,
+        "title": reason,
+        "type": PROBLEM_TYPE_BASE + code.replace("_", "-"),
+    }
+    body = json.dumps(document, separators=(",", ":")).encode() + b"\n"
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/problem+json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with gevent.Timeout(1, False):
+        sock.sendall(head.encode() + body)
+    raise StopIteration
