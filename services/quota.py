@@ -3,6 +3,13 @@
 Counters live in Redis (one hash per key and UTC day, fields ``calls`` and ``credits``) or,
 in the embedded default without Redis, in this process's memory. A reservation either
 fits entirely or changes nothing, so concurrent callers can never over-admit.
+
+A counter that is missing (the day's first call, or Redis lost its data: restarted without
+persistence, flushed, replaced by a fresh one; the embedded process restarted) is rebuilt
+from what the database knows (``usage.day_totals``) before anything is admitted: a missing
+``calls`` field makes the reservation answer "unknown" and change nothing, the counter is
+seeded once (the first seeder wins) and the reservation made again. A release or a credit
+correction never creates the field, so a counter is never rebuilt from a partial figure.
 """
 
 import threading
@@ -18,7 +25,9 @@ from services.redis import redis_client
 # script (services/ratelimit.py, which reserves in the same round trip) both call it.
 RESERVE_FUNCTION = """
 local function reserve(key, n, limit, ttl, credits)
-  local calls = tonumber(redis.call('HGET', key, 'calls') or '0')
+  local calls = redis.call('HGET', key, 'calls')
+  if not calls then return {-1, 0} end
+  calls = tonumber(calls)
   if calls + n > limit then return {0, calls} end
   calls = redis.call('HINCRBY', key, 'calls', n)
   if credits ~= 0 then redis.call('HINCRBY', key, 'credits', credits) end
@@ -32,6 +41,7 @@ _RESERVE = RESERVE_FUNCTION + (
 )
 
 _RELEASE = """
+if redis.call('HEXISTS', KEYS[1], 'calls') == 0 then return 0 end
 local calls = redis.call('HINCRBY', KEYS[1], 'calls', -tonumber(ARGV[1]))
 if calls < 0 then redis.call('HSET', KEYS[1], 'calls', 0) end
 if tonumber(ARGV[2]) ~= 0 then
@@ -40,6 +50,17 @@ if tonumber(ARGV[2]) ~= 0 then
 end
 return calls
 """
+
+# A missing counter's figures from the database; the first seeder wins.
+_SEED = """
+if redis.call('HSETNX', KEYS[1], 'calls', ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'credits', ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+"""
+# What the reservation answers for a missing counter.
+UNKNOWN = -1
 
 # Keep a day's counters a little past midnight so late releases still find them.
 _GRACE_SECONDS = 3600
@@ -98,20 +119,36 @@ def usage_key(key_id: str, day: str) -> str:
 _key = usage_key
 
 
+def _seed_figures(key_id: str, day: str) -> tuple[int, int]:
+    from services.usage import day_totals  # services.usage reads the models
+
+    return day_totals(key_id, day)
+
+
 class RedisQuota:
     def __init__(self, redis_client):
         self.redis = redis_client
         self._reserve = redis_client.register_script(_RESERVE)
         self._release = redis_client.register_script(_RELEASE)
+        self._seed = redis_client.register_script(_SEED)
 
     def reserve(
         self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
     ) -> Reservation:
         request = Request(key_id, limit, n, moment, credits)
-        granted, used = self._reserve(
-            keys=[request.hash_key], args=[n, limit, request.ttl, credits]
-        )
-        return request.answer(bool(granted), int(used))
+        args = [n, limit, request.ttl, credits]
+        granted, used = self._reserve(keys=[request.hash_key], args=args)
+        if granted == UNKNOWN:
+            self.seed(key_id, moment)
+            granted, used = self._reserve(keys=[request.hash_key], args=args)
+        return request.answer(granted == 1, int(used))
+
+    def seed(self, key_id: str, moment: datetime) -> None:
+        """Rebuild ``key_id``'s counter of ``moment``'s day from the database, unless
+        another caller has meanwhile."""
+        request = Request(key_id, 0, 0, moment)
+        calls, credits = _seed_figures(key_id, request.day)
+        self._seed(keys=[request.hash_key], args=[calls, credits, request.ttl])
 
     def release(self, key_id: str, n: int, day: str, credits: int = 0) -> None:
         self._release(keys=[_key(key_id, day)], args=[n, credits])
@@ -124,6 +161,9 @@ class RedisQuota:
     def usage(self, key_id: str, moment: datetime) -> Usage:
         day = clock.utc_day(moment)
         calls, credits = self.redis.hmget(_key(key_id, day), "calls", "credits")
+        if calls is None:
+            self.seed(key_id, moment)
+            calls, credits = self.redis.hmget(_key(key_id, day), "calls", "credits")
         return Usage(day, int(calls or 0), int(credits or 0))
 
 
@@ -138,8 +178,9 @@ class MemoryQuota:
         self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
     ) -> Reservation:
         day = clock.utc_day(moment)
+        self._seed_if_missing(key_id, day)
         with self._lock:
-            counter = self._counters.setdefault(_key(key_id, day), {"calls": 0, "credits": 0})
+            counter = self._counters[_key(key_id, day)]
             if counter["calls"] + n > limit:
                 return Reservation(False, counter["calls"], limit, day)
             counter["calls"] += n
@@ -155,13 +196,25 @@ class MemoryQuota:
 
     def add_credits(self, key_id: str, credits: int, day: str) -> None:
         with self._lock:
-            counter = self._counters.setdefault(_key(key_id, day), {"calls": 0, "credits": 0})
-            counter["credits"] += credits
+            counter = self._counters.get(_key(key_id, day))
+            if counter:
+                counter["credits"] += credits
 
     def usage(self, key_id: str, moment: datetime) -> Usage:
         day = clock.utc_day(moment)
-        counter = self._counters.get(_key(key_id, day), {})
-        return Usage(day, counter.get("calls", 0), counter.get("credits", 0))
+        self._seed_if_missing(key_id, day)
+        counter = self._counters[_key(key_id, day)]
+        return Usage(day, counter["calls"], counter["credits"])
+
+    def _seed_if_missing(self, key_id: str, day: str) -> None:
+        """A day's counter this process has not seen (a restart lost it) starts from the
+        database's figures."""
+        key = _key(key_id, day)
+        if key in self._counters:
+            return
+        calls, credits = _seed_figures(key_id, day)
+        with self._lock:
+            self._counters.setdefault(key, {"calls": calls, "credits": credits})
 
 
 def store() -> RedisQuota | MemoryQuota:

@@ -23,7 +23,8 @@ from extensions import limiter
 from services import quota
 
 # KEYS[1]: the window counter; KEYS[2] (optional): a day's usage hash, to read ('read') or
-# to reserve in ('reserve' n limit ttl credits minute_limit) when the hit is allowed.
+# to reserve in ('reserve' n limit ttl credits minute_limit) when the hit is allowed. A
+# missing hash reads as calls -1, and a reservation in it answers -1 (quota.UNKNOWN).
 _HIT = (
     quota.RESERVE_FUNCTION
     + """
@@ -32,7 +33,7 @@ if tonumber(current) == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARG
 local answer = {current, redis.call('TTL', KEYS[1])}
 if ARGV[3] == 'read' then
   local extra = redis.call('HMGET', KEYS[2], 'calls', 'credits')
-  answer[3] = extra[1] or '0'
+  answer[3] = extra[1] or '-1'
   answer[4] = extra[2] or '0'
 elseif ARGV[3] == 'reserve' and tonumber(current) <= tonumber(ARGV[8]) then
   local reserved = reserve(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6],
@@ -180,10 +181,14 @@ def spend_minute(
         reset_at, remaining = limiter.limiter.get_window_stats(item, "api-key", identifier)
     usage = reservation = None
     answer = exchange.along_answer
-    if answer is not None and read_usage is not None:
+    # A day's counter that is missing answers UNKNOWN: the caller then reads or reserves
+    # on its own, which rebuilds the counter from the database first (services/quota.py).
+    if answer is None or answer[0] == quota.UNKNOWN:
+        pass
+    elif read_usage is not None:
         usage = answer
-    elif answer is not None:
-        reservation = reserve.answer(bool(answer[0]), answer[1])
+    else:
+        reservation = reserve.answer(answer[0] == 1, answer[1])
     return MinuteWindow(allowed, per_minute, remaining, reset_at, usage, reservation)
 
 

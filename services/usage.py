@@ -1,9 +1,11 @@
 """Credits: the usage ledger and the first free calls of a paid account."""
 
-from sqlalchemy import insert, update
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, insert, select, update
 
 from extensions import db
-from models import Account, UsageEvent
+from models import Account, Run, UsageEvent
 from services.keys import KeyContext
 
 FREE_CALLS = 100
@@ -52,3 +54,45 @@ def record(row: dict) -> None:
 
 def free_calls_remaining(account_free_calls_used: int) -> int:
     return max(0, FREE_CALLS - account_free_calls_used)
+
+
+# Runs that hold a quota reservation until they end (a workflow's steps are reserved when the
+# workflow starts, ``pending`` ones included).
+_RESERVED_STATES = ("pending", "queued", "running")
+
+
+def day_totals(key_id: str, day: str) -> tuple[int, int]:
+    """What the database knows of ``key_id``'s quota on the UTC ``day`` (YYYY-MM-DD): the
+    calls, as the day's counter counts them, and their credits.
+
+    A call is counted on the day its run was created: the day's successful runs (their
+    ledger rows) and the runs still holding a reservation. The quota's counters are rebuilt
+    from this when Redis has lost them (services/quota.py). What it cannot see: inline runs
+    in flight at that moment, whose rows are not written yet."""
+    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    end = start + timedelta(days=1)
+    calls, credits = db.session.execute(
+        select(func.count(), func.coalesce(func.sum(UsageEvent.credits), 0))
+        .select_from(UsageEvent)
+        .join(Run, Run.id == UsageEvent.run_id)
+        .where(
+            UsageEvent.api_key_id == key_id,
+            # The ledger row is written when the run ends, at or after it was created.
+            UsageEvent.created_at >= start,
+            UsageEvent.created_at < end + timedelta(days=1),
+            Run.created_at >= start,
+            Run.created_at < end,
+        )
+    ).one()
+    reserved = db.session.scalar(
+        select(func.count())
+        .select_from(Run)
+        .where(
+            Run.api_key_id == key_id,
+            Run.created_at >= start,
+            Run.created_at < end,
+            Run.status.in_(_RESERVED_STATES),
+            Run.sandbox.is_(False),
+        )
+    )
+    return int(calls) + int(reserved), int(credits)
