@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
@@ -128,3 +129,27 @@ def load_once(loader: Callable[..., T]) -> Callable[..., T]:
             return values[args]
 
     return load
+
+
+# The stop signal of the job this thread runs (``stop_signal``): an engine that can stop
+# midway (the embedded text model stops generating) asks ``stop_requested`` as it goes.
+_job = threading.local()
+
+
+@contextlib.contextmanager
+def stop_signal(event: threading.Event) -> Iterator[threading.Event]:
+    """Within ``with stop_signal(event)``, ``stop_requested()`` in this thread tells whether
+    ``event`` is set: the in-process queue sets it when the job ran out of time."""
+    outer = getattr(_job, "stop", None)
+    _job.stop = event
+    try:
+        yield event
+    finally:
+        _job.stop = outer
+
+
+def stop_requested() -> bool:
+    """Whether the job this thread runs was told to stop (it ran out of time and its result
+    will be discarded): an engine that can stop early may raise instead of going on."""
+    stop = getattr(_job, "stop", None)
+    return stop is not None and stop.is_set()

