@@ -1,32 +1,42 @@
-"""The web command's gunicorn worker: gevent, and each request read in full before the app.
+"""The web command's gunicorn worker: gevent; each request read in full, then run by one of
+a fixed set of long-lived greenlets.
 
 With threads (gunicorn's ``gthread``: 2 workers x 4 threads), eight clients that sent half a
 request, or a couple of hundred that sent nothing, held every thread and left every other
-request unanswered (issue 13); so did eight callers waiting for queued runs (``Prefer:
-wait``, up to 60 s). Here each connection is a greenlet: a client that is slow to send, a
-request waiting for its queued run (a Redis BLPOP), a tool fetching a page and the model
-calls all wait without holding anything but their greenlet, and psycopg 3, redis-py and the
-app's background threads (``services/recorder.py``) cooperate once gevent has patched the
-standard library (the worker patches it before it loads the app; psycopg then waits with
-the patched ``poll``).
+request unanswered (issue 13); so could eight callers waiting for queued runs (``Prefer:
+wait``, up to 60 s). Here a connection is a greenlet: a client that is slow to send, a
+request waiting for its queued run (a Redis BLPOP), a tool fetching a page and a model call
+wait without holding a thread, and psycopg 3, redis-py (hiredis) and the app's background
+threads (``services/recorder.py``) cooperate once gevent has patched the standard library
+(the worker patches it before it loads the app; psycopg then waits with the patched
+``poll``).
 
-What this class adds to gunicorn's ``gevent`` worker is a bound on how long a client may
-take to send a request. gunicorn's own waits only for the request line and headers (for
-``--keep-alive`` seconds, 2 by default, counted from the connection's start even once bytes
-are flowing) and never for the body, which the app reads as it goes. Here:
+What this class adds to gunicorn's ``gevent`` worker:
 
-- a connection that has sent no byte of its next request is closed after ``--keep-alive``
-  seconds (as gunicorn does; also on a fresh connection);
-- once the first byte of a request has come, its headers and its whole body must have
-  arrived within ``WEB_REQUEST_TIMEOUT`` seconds (default 20), else the client is answered
-  ``408`` and the connection closed. The body is read into memory (a spooled temporary file
-  past 1 MiB) before the app is called, so the app never waits for a client: a body that is
-  announced larger than the app's ``MAX_CONTENT_LENGTH`` is not read (the app refuses it,
-  ``413``, and the connection is closed), and a chunked body that grows past that limit is
-  answered ``413`` at once. ``Expect: 100-continue`` is answered before the body is read.
+- **A bound on how long a client may take to send a request.** gunicorn's own bounds only
+  the request line and headers (``--keep-alive`` seconds, 2 by default, counted from the
+  connection's start even once bytes are flowing), never the body, which the app reads as
+  it goes. Here a connection that has sent no byte of its next request is closed after
+  ``--keep-alive`` seconds (as gunicorn does); once a request's first byte has come, its
+  headers and whole body must have arrived within ``WEB_REQUEST_TIMEOUT`` seconds (default
+  20), else the client is answered ``408`` and the connection closed. The body is read
+  (into memory, or a spooled temporary file past 1 MiB) before the app is called, so the
+  app never waits for a client. A body announced larger than the app's
+  ``MAX_CONTENT_LENGTH`` is not read (the app answers ``413`` and the connection is closed);
+  a chunked body that grows past it is answered ``413`` at once. ``Expect: 100-continue`` is
+  answered before the body is read.
+- **At most ``--threads`` requests in the app at once per worker**, each run by one of that
+  many long-lived greenlets; a request read in full waits its turn. The app was built for a
+  fixed set of long-lived threads: the per-minute limit's script runs on a Redis connection
+  of the thread's own (``services/ratelimit.py``, a ``threading.local``, which gevent makes
+  per greenlet). Run on each connection's own greenlet, every new client connection opened
+  a Redis connection that redis-py's pool (100 at most) never counted back, and after about
+  a hundred client connections every authenticated request answered 503 ("Too many
+  connections"). The bound also keeps the Redis and database pools of a worker from being
+  overrun by a burst.
 
-Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker ... wsgi:app`` (the
-Procfile's web command). Needs ``gevent`` (requirements.txt).
+Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker --threads 64 ... wsgi:app``
+(the Procfile's web command). Needs ``gevent`` (requirements.txt).
 """
 
 from __future__ import annotations
@@ -37,9 +47,11 @@ import os
 import ssl
 import tempfile
 import time
+from collections import deque
 from http import HTTPStatus
 
 import gevent
+from gevent.event import AsyncResult
 from gevent.local import local
 from gunicorn.http.body import Body, ChunkedReader, LengthReader
 from gunicorn.http.errors import NoMoreData
@@ -151,6 +163,41 @@ class BufferedGeventWorker(GeventWorker):
         self._connection = local()  # this greenlet's client socket (timeout_ctx has none)
         super().init_process()
 
+    def run(self):
+        # Requests read in full that wait for one of the app's greenlets, and the mailboxes
+        # of the app's greenlets that wait for a request, the last one idle at the end: it
+        # takes the next request (its Redis connection and stack are the warmest, and a
+        # worker uses as few of them as it has requests at once).
+        self._waiting: deque = deque()
+        self._idle: list[AsyncResult] = []
+        for _ in range(max(self.cfg.threads, 1)):
+            gevent.spawn(self._serve_requests)
+        super().run()
+
+    def _serve_requests(self) -> None:
+        """One of the app's long-lived greenlets: run the requests handed over, one by one."""
+        while True:
+            if self._waiting:
+                args, outcome = self._waiting.popleft()
+            else:
+                mailbox = AsyncResult()
+                self._idle.append(mailbox)
+                args, outcome = mailbox.get()
+            try:
+                outcome.set(GeventWorker.handle_request(self, *args))
+            except Exception as error:  # StopIteration and OSError included: gunicorn's
+                outcome.set_exception(error)  # connection greenlet handles them
+
+    def _run_in_app_greenlet(self, *args):
+        """Hand a request to an idle app greenlet (or queue it); return what gunicorn's
+        ``handle_request`` returned there, or raise what it raised."""
+        outcome = AsyncResult()
+        if self._idle:
+            self._idle.pop().set((args, outcome))
+        else:
+            self._waiting.append((args, outcome))
+        return outcome.get()
+
     def handle(self, listener, client, addr):
         if not isinstance(client, ssl.SSLSocket):
             client = _ClientSocket(client)
@@ -177,7 +224,7 @@ class BufferedGeventWorker(GeventWorker):
             else:
                 deadline = getattr(sock, "deadline", 0.0) or time.monotonic() + self.request_timeout
                 req.body = self._read_body(req, sock, length, deadline)
-        return super().handle_request(listener_name, req, sock, addr)
+        return self._run_in_app_greenlet(listener_name, req, sock, addr)
 
     def _read_body(self, req, sock, length: int | None, deadline: float) -> Body:
         """The whole body, read by ``deadline`` (else 408 and the connection closed)."""

@@ -1,6 +1,8 @@
 """What the product's API pipeline costs, as a ratio to a bare Flask JSON endpoint.
 
-One run measures, for each gunicorn worker class (``sync`` and ``gthread``), side by side:
+One run measures, for each gunicorn worker class (``sync``, ``gthread`` and ``web``: the worker
+class of the Procfile's web command, with its ``--threads`` and ``--worker-connections``),
+side by side:
 
 - ``bare``:   ``GET /hello`` of ``bench/hello_app.py`` (the baseline),
 - ``whoami``: the product's authenticated ``GET /v1/public/whoami``,
@@ -23,6 +25,7 @@ import http.client
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -51,7 +54,7 @@ PRODUCT_ENV = {
 }
 EMAIL = "bench@example.com"
 SAMPLE_TEXT = "Flask is a lightweight web framework. It keeps the core small and easy to extend."
-WORKER_CLASSES = ("sync", "gthread")
+WORKER_CLASSES = ("sync", "gthread", "web")
 # Ratio to bare Flask that each product target should keep (the issue's targets).
 TARGETS = {"whoami": 0.50, "tool": 0.35}
 # Machine CPU share (%) busy before a run, with the server idle, above which figures are suspect.
@@ -65,6 +68,32 @@ LABELS = {
 
 class SetupFailed(Exception):
     """The bench could not be set up; the message says what failed and how."""
+
+
+def procfile_web_worker() -> tuple[str, list[str]]:
+    """The worker class of the Procfile's web command and its options that shape a worker
+    (``--threads``, ``--worker-connections``), with ``${NAME:-default}`` filled from the
+    environment as the shell would."""
+    command = next(
+        (
+            line.split(":", 1)[1]
+            for line in (ROOT / "Procfile").read_text().splitlines()
+            if line.split(":", 1)[0].strip() == "web"
+        ),
+        "",
+    )
+
+    def fill(found: re.Match) -> str:
+        return os.environ.get(found.group(1)) or (found.group(2) or "")
+
+    words = shlex.split(re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", fill, command))
+    worker_class, options = "sync", []
+    for name, value in zip(words, words[1:], strict=False):
+        if name in ("--worker-class", "-k"):
+            worker_class = value
+        elif name in ("--threads", "--worker-connections"):
+            options += [name, value]
+    return worker_class, options
 
 
 @dataclass
@@ -199,16 +228,20 @@ class Server:
         self.name = name
         self.port = free_port()
         self.log_path = RESULTS_DIR / f"gunicorn-{name}-{worker_class}.log"
+        options = []
+        if worker_class == "web":  # the Procfile's web command's worker class, as it runs it
+            worker_class, options = procfile_web_worker()
+        elif worker_class == "gthread":
+            options = ["--threads", str(threads)]
         self.args = [
             sys.executable, "-m", "gunicorn", app,
             "--bind", f"127.0.0.1:{self.port}",
             "--workers", str(workers),
             "--worker-class", worker_class,
+            *options,
             "--timeout", "75",
             "--log-level", "warning",
         ]  # fmt: skip
-        if worker_class == "gthread":
-            self.args += ["--threads", str(threads)]
         self.env = product_env() if name == "product" else dict(os.environ)
         self.process: subprocess.Popen | None = None
 
@@ -894,6 +927,9 @@ def print_table(worker_class: str, results: dict[str, Measurement], args) -> Non
     """One table per worker class: RPS, latency and the ratio to bare Flask with its target."""
     bare = results.get("bare")
     threads = f" x {args.threads} threads" if worker_class == "gthread" else ""
+    if worker_class == "web":
+        web_class, options = procfile_web_worker()
+        threads = f" (the Procfile's: {web_class} {' '.join(options)})"
     print(f"\n{worker_class}: {args.workers} workers{threads}")
     print(
         f"{'target':<26}{'RPS':>10}{'p50 ms':>9}{'p99 ms':>9}{'vs bare':>9}  {'goal':<15}"
@@ -948,7 +984,11 @@ def write_json(args, loadgen, product: dict | None, by_class: dict, error: str |
         "load_generator": loadgen.name,
         "duration_s": args.duration,
         "connections": args.connections,
-        "gunicorn": {"workers": args.workers, "gthread_threads": args.threads},
+        "gunicorn": {
+            "workers": args.workers,
+            "gthread_threads": args.threads,
+            "web": " ".join([procfile_web_worker()[0], *procfile_web_worker()[1]]),
+        },
         "tool_slug": (product or {}).get("tool_slug"),
         "targets": TARGETS,
         "results": {},
@@ -990,7 +1030,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tool", help="slug of the inline tool to run (default: picked)")
     parser.add_argument(
         "--worker-class", action="append", choices=WORKER_CLASSES,
-        help="measure only this worker class (repeatable; default: both)",
+        help="measure only this worker class (repeatable; default: all three; web: the "
+        "Procfile's web command's worker class and options)",
     )  # fmt: skip
     parser.add_argument(
         "--no-probe", dest="probe", action="store_false",

@@ -1,0 +1,164 @@
+"""Slow and idle clients cannot starve the Procfile's web command (issue 13).
+
+The real web command runs (read from the Procfile by ``bench/faults.py``, bound to a
+loopback port) on the test database and Redis, with ``WEB_REQUEST_TIMEOUT`` shortened so
+that the bound on a half-sent request can be seen within the test.
+"""
+
+import json
+import socket
+import time
+
+import pytest
+
+from bench import faults
+from tests.conftest import _deployment_env, _free_port, needs_pg, needs_redis
+
+REQUEST_TIMEOUT = 3  # seconds (WEB_REQUEST_TIMEOUT; the Procfile's default is 20)
+# How much later than the bound a busy machine may close a connection.
+SLACK = 1.5
+
+
+@pytest.fixture
+def web(app, tmp_path):
+    """The Procfile's web command on a loopback port; yields the port."""
+    port = _free_port()
+    env = {
+        **_deployment_env(),
+        "WEB_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT),
+        "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
+    }
+    args = faults.loopback_web_args(faults.procfile_command("web"), env, port)
+    server = faults.WebServer(args, env, port, tmp_path / "web.log")
+    server.start()
+    yield port
+    server.stop()
+
+
+def warm_up(port: int, raw: str) -> None:
+    """Every worker has answered each kind of request once (the first loads the catalogue)."""
+    latencies = faults.send_normal_requests(port, raw, 1.0, clients=2, timeout=10)
+    assert latencies.failures == []
+
+
+def exchange(port: int, data: bytes, *, until: bytes = b"", timeout: float = 5) -> bytes:
+    """Send ``data`` on a new connection; read until the server closes it or ``until``
+    has been read (or ``timeout`` passed)."""
+    received = b""
+    deadline = time.monotonic() + timeout
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        while time.monotonic() < deadline and not (until and until in received):
+            sock.settimeout(max(deadline - time.monotonic(), 0.01))
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            received += chunk
+    return received
+
+
+@needs_pg
+@needs_redis
+def test_normal_requests_are_answered_while_slow_clients_hold_connections(web, make_key):
+    raw = make_key("agency")
+    warm_up(web, raw)
+    attacks = [
+        faults.SlowClients(web, 16, faults.HALF_HEADERS),
+        faults.SlowClients(web, 16, faults.HALF_BODY),
+        faults.SlowClients(web, 32, b""),
+    ]
+    try:
+        for attack in attacks:
+            attack.start()
+        # The 64 connections are kept open (reopened when closed) all along.
+        latencies = faults.send_normal_requests(web, raw, 4.0, clients=2, timeout=5)
+        for attack in attacks:
+            attack.stop_reopening()
+        for attack in attacks:
+            attack.wait_closed(REQUEST_TIMEOUT + SLACK + 1)
+    finally:
+        for attack in attacks:
+            attack.stop()
+
+    assert latencies.total >= 12
+    assert latencies.failures == []
+    assert max(latencies.seconds) < 1.0, sorted(latencies.seconds)[-5:]
+    half_sent = attacks[0].closed_after + attacks[1].closed_after
+    assert None not in half_sent, half_sent
+    # Closed once the bound had passed, not before it, and not long after it.
+    assert min(half_sent) >= REQUEST_TIMEOUT - 0.5, half_sent
+    assert max(half_sent) <= REQUEST_TIMEOUT + SLACK, half_sent
+    # A request whose body stopped halfway is told so; idle connections are closed too.
+    assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in attacks[1].first_bytes)
+    assert None not in attacks[2].closed_after
+
+
+@needs_pg
+@needs_redis
+def test_a_body_is_read_in_full_before_the_app_sees_it(web, make_key):
+    """Chunked bodies, ``Expect: 100-continue`` and a body sent in pieces within the bound
+    reach the app whole; a body announced larger than the app takes is refused unread."""
+    raw = make_key("agency")
+    body = json.dumps({"slug": "word-counter", "input": "one two three"}).encode()
+    head = (
+        f"POST /v1/tools/run HTTP/1.1\r\nHost: 127.0.0.1\r\nX-SVC-API-Key: {raw}\r\n"
+        "Content-Type: application/json\r\nConnection: close\r\n"
+    ).encode()
+
+    chunked = head + b"Transfer-Encoding: chunked\r\n\r\n"
+    chunked += b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:10], body[10:]))
+    answer = exchange(web, chunked + b"0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
+    assert b'"words":3' in answer
+
+    with socket.create_connection(("127.0.0.1", web), timeout=5) as sock:
+        sock.sendall(head + b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        assert sock.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        for byte in range(0, len(body), 8):  # in pieces, well within the bound
+            sock.sendall(body[byte : byte + 8])
+            time.sleep(0.05)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
+    assert b"100 Continue" not in answer and b'"words":3' in answer
+
+    too_large = head + b"Content-Length: %d\r\n\r\n" % (100 * 1024 * 1024) + b"{"
+    answer = exchange(web, too_large)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+
+
+@needs_pg
+@needs_redis
+def test_waiting_for_queued_runs_holds_no_connection_of_others(web, make_key):
+    """Requests waiting for their queued runs (no worker runs them here) leave the web
+    command answering others at once."""
+    raw = make_key("agency")
+    warm_up(web, raw)
+    run = json.dumps({"slug": "abstractive-summarizer", "input": "A text to summarize."})
+    request = (
+        f"POST /v1/tools/run HTTP/1.1\r\nHost: 127.0.0.1\r\nX-SVC-API-Key: {raw}\r\n"
+        f"Content-Type: application/json\r\nPrefer: wait=4\r\nConnection: close\r\n"
+        f"Content-Length: {len(run)}\r\n\r\n{run}"
+    ).encode()
+    waiting = [socket.create_connection(("127.0.0.1", web), timeout=10) for _ in range(24)]
+    try:
+        for sock in waiting:
+            sock.sendall(request)
+        time.sleep(0.5)
+        latencies = faults.send_normal_requests(web, raw, 2.0, clients=2, timeout=5)
+        answers = []
+        for sock in waiting:
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            answers.append(answer)
+    finally:
+        for sock in waiting:
+            sock.close()
+    assert latencies.failures == []
+    assert max(latencies.seconds) < 1.0, sorted(latencies.seconds)[-5:]
+    assert all(answer.startswith(b"HTTP/1.1 202 ") for answer in answers), answers[0][:300]
