@@ -96,6 +96,9 @@ class Config:
     KEY_CACHE_SECONDS = 0.5
     # Inline runs' rows are written in batches this often (0: before the request ends).
     RUN_RECORD_DELAY = 0.05
+    # A journaled run no process wrote within this many seconds is written by a worker's
+    # maintenance (services/recorder.py).
+    RUN_JOURNAL_GRACE_SECONDS = 20.0
     # Stale runs (services/sweeper.py): every worker sweeps this often (0: never); a worker
     # holds a lease on its job, renewed every third of JOB_LEASE_SECONDS, so a killed worker
     # is known once it lapses; runs younger than the grace (and jobs past their deadline by
@@ -148,6 +151,8 @@ class Config:
                     "SWEEP_GRACE_SECONDS",
                     "JOB_LEASE_SECONDS",
                     "RQ_MAINTENANCE_SECONDS",
+                    "RUN_RECORD_DELAY",
+                    "RUN_JOURNAL_GRACE_SECONDS",
                 )
                 if os.environ.get(name)
             },

@@ -7,20 +7,18 @@ answers all of that from the one script that spends the hit (the reservation is 
 when the hit is within the limit), so the window's figures need no more calls.
 """
 
-import os
-import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 
-import hiredis
 import redis
 from limits import RateLimitItemPerMinute
 from limits.storage import RedisStorage
 
 from extensions import limiter
 from services import quota
+from services.redis import ThreadConnections
 
 # KEYS[1]: the window counter; KEYS[2] (optional): a day's usage hash, to read ('read') or
 # to reserve in ('reserve' n limit ttl credits minute_limit) when the hit is allowed. A
@@ -58,41 +56,15 @@ class WindowRedisStorage(RedisStorage):
     def initialize_storage(self, uri: str) -> None:
         super().initialize_storage(uri)
         self._script = self.get_connection().register_script(_HIT)
-        self._own = threading.local()
+        self._connections = ThreadConnections(self.get_connection())
 
     def _hit(self, keys: list[str], args: list) -> list:
-        """The hit's script, on this thread's own connection: one send and one read.
-
-        This call is made by every authenticated request. Through the client it cost about
-        twice the CPU (its pool checks each connection for unread data with a system call,
-        and its retry and telemetry layers wrap every command); hiredis packs the command
-        in C. As the client does, a connection that fails is replaced and the call made
-        once more (a connection left from before a Redis restart fails on first use); a
-        second failure is raised (the API answers 503).
-        """
+        """The hit's script in one round trip, on this thread's own connection (every
+        authenticated request makes this call)."""
         try:
-            return self._evalsha(keys, args)
-        except (redis.ConnectionError, redis.TimeoutError):
-            return self._evalsha(keys, args)
-
-    def _evalsha(self, keys: list[str], args: list) -> list:
-        connection = self._connection()
-        try:
-            command = hiredis.pack_command(("EVALSHA", self._script.sha, len(keys), *keys, *args))
-            connection.send_packed_command([command], check_health=False)
-            return connection.read_response()
+            return self._connections.execute("EVALSHA", self._script.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:  # Redis restarted: the client loads it again
             return self._script(keys, args)
-        except (redis.ConnectionError, redis.TimeoutError):
-            connection.disconnect()
-            raise
-
-    def _connection(self) -> "redis.connection.AbstractConnection":
-        own = self._own
-        if getattr(own, "pid", None) != os.getpid():  # a new thread, or a forked process
-            own.connection = self.get_connection().connection_pool.make_connection()
-            own.pid = os.getpid()
-        return own.connection
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         key = self.prefixed_key(key)

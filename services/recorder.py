@@ -1,4 +1,5 @@
-"""Writes inline runs and their usage rows in batches, off the request path.
+"""Writes inline runs and their usage rows: journaled before the answer, written to the
+database in batches after it.
 
 An inline tool run is a few milliseconds of work; committing its two rows one request at a
 time cost more than the run itself (bench/README.md). Each process therefore buffers the
@@ -8,8 +9,23 @@ been sent; when requests stop, a background thread writes what is left. (A backg
 thread writing every batch cost more: it fought the request threads for the GIL, and a
 tool run took 7 to 8 % more CPU in all, measured under load in two paired runs.) With a
 delay of 0 (the tests' setting) the rows are written as the request ends, after the view's
-own commit, through the same code. A process killed with SIGKILL can lose at most two
-delays' worth of rows; a normal exit writes what is buffered.
+own commit, through the same code.
+
+A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost
+with a database that crashes before it reached the disk. So nothing is answered before the
+run's rows are in the **journal**: a Redis stream (``runs:journal``) that ``record`` appends
+them to in one round trip before it returns. A batch is committed durably (the commit
+waits for the WAL flush) and only then are its entries deleted; an entry still there after
+``RUN_JOURNAL_GRACE_SECONDS`` (its process died, or the database was down) is written by
+the maintenance of any worker (``replay_journal``), which inserts nothing twice: a run's
+rows are keyed by the run's id (the ledger's by a unique index on ``run_id``). What the
+journal promises is what Redis keeps: production Redis needs append-only persistence
+(README, "Operating it"). Where the journal cannot be written (Redis unreachable), the
+run's rows are committed to the database before the answer instead, and when neither can
+take them the request fails (503) rather than answer a run that was not recorded.
+
+Without Redis (the embedded default) there is no journal: the rows are written in the
+request's own transaction, which the view commits before it answers.
 """
 
 import atexit
@@ -25,26 +41,68 @@ from functools import cache
 import orjson
 from flask import Flask, after_this_request, current_app, has_request_context
 from psycopg.pq import TransactionStatus
-from sqlalchemy import Engine, Table, exc
+from sqlalchemy import DateTime, Engine, Table, exc
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from extensions import db
 from models import Run, UsageEvent
+from services.redis import ThreadConnections, redis_client
 
 log = logging.getLogger(__name__)
 
 _MAX_BUFFERED = 100_000
 _RUNS, _LEDGER = Run.__table__, UsageEvent.__table__
 _TABLES = (_RUNS, _LEDGER)  # the ledger refers to the runs
+_BY_NAME = {table.name: table for table in _TABLES}
 # What the database answers for a row it will never take: a broken reference (its account
 # deleted meanwhile, say), or a value it cannot read (a NaN in an output's JSON).
 _REFUSED = (exc.IntegrityError, exc.DataError)
+# Journal entries replayed per call of ``replay_journal``.
+_REPLAY_BATCH = 500
+
+# One run's rows (its ``runs`` row, and its ledger row when it was charged), with the id of
+# its journal entry (None without a journal).
+Record = tuple[str | None, list[tuple[Table, dict]]]
+
+
+class RunJournal:
+    """The Redis stream of runs answered but not yet known to be in the database."""
+
+    STREAM = "runs:journal"
+
+    def __init__(self, client):
+        self.client = client
+        self._connections = ThreadConnections(client)
+
+    def append(self, rows: list[tuple[Table, dict]]) -> str:
+        """Add one run's rows; returns the entry's id. Raises Redis's errors."""
+        payload = _encode([[table.name, row] for table, row in rows])
+        entry = self._connections.execute("XADD", self.STREAM, "*", "r", payload)
+        return entry.decode()
+
+    def forget(self, entries: list[str]) -> None:
+        if entries:
+            self.client.xdel(self.STREAM, *entries)
+
+    def older_than(self, seconds: float, count: int) -> list[Record]:
+        """The oldest entries added more than ``seconds`` ago (by Redis's clock, which
+        numbers the entries), with their rows."""
+        now_s, now_us = self.client.time()
+        newest = int(now_s * 1000 + now_us // 1000 - seconds * 1000)
+        if newest <= 0:
+            return []
+        entries = self.client.xrange(self.STREAM, "-", newest, count=count)
+        return [(entry.decode(), _decode(fields[b"r"])) for entry, fields in entries]
 
 
 class RunRecorder:
     def __init__(self, app: Flask, delay: float):
         self.app = app
         self.delay = delay
-        self._rows: list = []
+        client = redis_client(app)
+        self.journal = RunJournal(client) if client is not None else None
+        self._records: list[Record] = []
+        self._buffered = 0  # rows in ``_records``
         # When the buffer's oldest row came (or the last failed write, to wait before the
         # next try).
         self._since = 0.0
@@ -53,15 +111,29 @@ class RunRecorder:
         self._pid = os.getpid()
 
     def record(self, run: dict, ledger: dict | None = None) -> None:
-        """Queue an inline run's ``runs`` row, and its usage ledger row, to be inserted."""
+        """Record an inline run's ``runs`` row, and its usage ledger row: journaled (or
+        written) before this returns, so before the run is answered. Raises Redis's or
+        SQLAlchemy's errors when it can be neither (the API answers 503)."""
         rows = [(_RUNS, run)] if ledger is None else [(_RUNS, run), (_LEDGER, ledger)]
+        if self.journal is None:
+            _write_in_session(rows)
+            return
+        try:
+            entry = self.journal.append(rows)
+        except Exception as error:
+            log.warning("run journal unreachable (%s): run %s written at once", error, run["id"])
+            _write(db.engine, rows)
+            return
         with self._lock:
-            if len(self._rows) >= _MAX_BUFFERED:
-                log.error("run recorder: %d rows waiting, dropping the oldest", len(self._rows))
-                del self._rows[: len(rows)]
-            if not self._rows:
+            if self._buffered >= _MAX_BUFFERED:
+                # The database has been down a long while: the journal holds these rows.
+                log.error("run recorder: %d rows waiting, leaving the oldest to the journal",
+                          self._buffered)  # fmt: skip
+                self._buffered -= len(self._records.pop(0)[1])
+            if not self._records:
                 self._since = time.monotonic()
-            self._rows.extend(rows)
+            self._records.append((entry, rows))
+            self._buffered += len(rows)
         if self.delay > 0:
             self._ensure_thread()
             if has_request_context() and time.monotonic() - self._since >= self.delay:
@@ -81,46 +153,72 @@ class RunRecorder:
         return response
 
     def _flush_if_due(self) -> None:
-        if self._rows and time.monotonic() - self._since >= self.delay:
+        if self._records and time.monotonic() - self._since >= self.delay:
             self.flush()
 
     def flush(self) -> int:
         """Write every buffered row now; returns how many were written."""
         with self._lock:
-            rows, self._rows = self._rows, []
-        if not rows:
+            records, self._records, self._buffered = self._records, [], 0
+        if not records:
             return 0
         try:
-            with self.app.app_context():
-                _write(db.engine, rows)
-        except _REFUSED:
-            # A row the database refuses (its account deleted meanwhile, say) must not hold
-            # back the others forever: each run's rows are tried on their own.
-            return self._write_one_by_one(rows)
+            return self._store(records)
         except Exception:
-            return self._keep(rows)
-        return len(rows)
+            return self._keep(records)
 
-    def _write_one_by_one(self, rows: list) -> int:
-        written, groups = 0, _by_run(rows)
-        with self.app.app_context():
-            for i, group in enumerate(groups):
-                try:
-                    _write(db.engine, group)
-                except _REFUSED as refused:
-                    log.error("run recorder: dropped the rows of run %s: %s",
-                              group[0][1].get("id"), refused.orig)  # fmt: skip
-                except Exception:
-                    return written + self._keep([row for rest in groups[i:] for row in rest])
-                else:
-                    written += len(group)
+    def replay(self, older_than: float) -> int:
+        """Write the journal's entries older than ``older_than`` seconds that no process
+        wrote (each at most once); returns how many rows it wrote. Raises when the
+        database cannot be reached."""
+        if self.journal is None:
+            return 0
+        records = self.journal.older_than(older_than, _REPLAY_BATCH)
+        records = [
+            (entry, [(table, _revive(table, row)) for table, row in rows])
+            for entry, rows in records
+        ]
+        written = self._store(records) if records else 0
+        if written:
+            log.warning("run journal: wrote %d rows that no process wrote in time", written)
         return written
 
-    def _keep(self, rows: list) -> int:
-        """Put ``rows`` back to be written by the next flush; returns 0 (none written)."""
-        log.exception("run recorder: could not write %d rows; will retry", len(rows))
+    def _store(self, records: list[Record]) -> int:
+        """Insert ``records`` (a row already there is left as it is), then forget their
+        journal entries. A run whose rows the database refuses is dropped with a log line
+        (its entry forgotten too: it would be refused forever). Returns how many rows were
+        inserted or already there; raises when the database cannot be reached."""
+        with self.app.app_context():
+            try:
+                _write(db.engine, [row for _, rows in records for row in rows])
+                stored = sum(len(rows) for _, rows in records)
+            except _REFUSED:
+                stored = self._write_one_by_one(records)
+        if self.journal is not None:
+            try:
+                self.journal.forget([entry for entry, _ in records if entry is not None])
+            except Exception as error:  # the replay finds them, and inserts nothing twice
+                log.warning("run journal: could not delete %d entries: %s", len(records), error)
+        return stored
+
+    def _write_one_by_one(self, records: list[Record]) -> int:
+        written = 0
+        for _, rows in records:
+            try:
+                _write(db.engine, rows)
+            except _REFUSED as refused:
+                log.error("run recorder: dropped the rows of run %s: %s",
+                          rows[0][1].get("id"), refused.orig)  # fmt: skip
+            else:
+                written += len(rows)
+        return written
+
+    def _keep(self, records: list[Record]) -> int:
+        """Put ``records`` back to be written by the next flush; returns 0 (none written)."""
+        log.exception("run recorder: could not write %d runs; will retry", len(records))
         with self._lock:
-            self._rows[:0] = rows
+            self._records[:0] = records
+            self._buffered += sum(len(rows) for _, rows in records)
             self._since = time.monotonic()  # the next try in one delay, not at once
         return 0
 
@@ -142,15 +240,43 @@ class RunRecorder:
             self._flush_if_due()
 
 
+def _write_in_session(rows: list[tuple[Table, dict]]) -> None:
+    """Insert ``rows`` in the session's transaction (the caller commits)."""
+    for table, row in rows:
+        db.session.execute(table.insert(), row)
+
+
+def _encode(value) -> bytes:
+    try:
+        return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:  # a wider integer, or a lone surrogate
+        return json.dumps(value, default=_json_default).encode()
+
+
+def _decode(payload: bytes) -> list[tuple[Table, dict]]:
+    return [(_BY_NAME[name], row) for name, row in json.loads(payload)]
+
+
+def _revive(table: Table, row: dict) -> dict:
+    """A journaled row as it was recorded: its timestamps as datetimes again."""
+    for column in table.c:
+        value = row.get(column.key)
+        if isinstance(value, str) and isinstance(column.type, DateTime):
+            row[column.key] = datetime.fromisoformat(value)
+    return row
+
+
 def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     """Insert ``rows`` in one transaction, the runs before the ledger rows that refer to
-    them. Raises SQLAlchemy's errors (one of ``_REFUSED`` for a row the database refuses)."""
+    them, committed durably; a row already there (a run written, then replayed from the
+    journal) is left as it is. Raises SQLAlchemy's errors (one of ``_REFUSED`` for a row
+    the database refuses)."""
     by_table = {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
     tables = [(table, values) for table, values in by_table.items() if values]
     if engine.dialect.name != "postgresql":
         with engine.begin() as connection:
             for table, values in tables:
-                connection.execute(table.insert(), values)
+                connection.execute(sqlite_insert(table).on_conflict_do_nothing(), values)
         return
     # On PostgreSQL the batch is one statement, sent once on the pool's DBAPI connection in
     # autocommit mode: one round trip (a transaction and two COPYs took seven), without
@@ -185,6 +311,18 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
 _NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 
+# The escape of a surrogate (the stdlib writes one for each half of a pair, and for a lone
+# surrogate, which orjson refuses to encode), after an even number of backslashes: a high
+# one and a low one are a pair, matched first; any other is unpaired.
+_SURROGATE_ESCAPE = re.compile(
+    r"(?<!\\)((?:\\\\)*)(\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}|\\ud[89a-f][0-9a-f]{2})"
+)
+
+
+def _unpaired_as_fffd(escape: re.Match) -> str:
+    return escape[0] if len(escape[2]) == 12 else escape[1] + "\\ufffd"
+
+
 def _document(values: list[dict]) -> str:
     """One table's rows as a JSON array.
 
@@ -195,11 +333,15 @@ def _document(values: list[dict]) -> str:
 
     PostgreSQL refuses the whole document when a string in it holds a NUL character (it
     reads no NUL into a row), which lost the run's rows, its ledger row with them: a NUL in
-    a run's input or output is stored as U+FFFD, the replacement character, instead."""
+    a run's input or output is stored as U+FFFD, the replacement character, instead. So is
+    an unpaired surrogate (a str can hold one: an engine's output read by the stdlib from
+    ``"\\ud800"``), which PostgreSQL refuses as well."""
     try:
         text = orjson.dumps(values, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
-    except orjson.JSONEncodeError:
+    except orjson.JSONEncodeError:  # a wider integer, or a surrogate (orjson writes neither)
         text = json.dumps(values, default=_json_default)
+        if "\\ud" in text:
+            text = _SURROGATE_ESCAPE.sub(_unpaired_as_fffd, text)
     if "\\u0000" in text:
         text = _NUL_ESCAPE.sub(r"\1\\ufffd", text)
     return text
@@ -215,35 +357,27 @@ def _json_default(value: object) -> str:
 @cache
 def _statement(shapes: tuple[tuple[Table, tuple[str, ...]], ...]) -> str:
     """One statement inserting each table's rows from a JSON array (one parameter each), in
-    the order given, as a single transaction that does not wait for the WAL flush (these
-    rows are many and small; a crash loses at most the last fraction of a second, as the
-    buffer itself would). Rows of one table share their keys, which are column names."""
+    the order given, as a single transaction; rows already there are skipped. Rows of one
+    table share their keys, which are column names."""
     inserts = []
-    for i, (table, keys) in enumerate(shapes):
+    for table, keys in shapes:
         columns = ", ".join(table.c[key].name for key in keys)
-        source = "no_wait, " if i == len(shapes) - 1 else ""
         inserts.append(
             f"INSERT INTO {table.name} ({columns}) SELECT {columns} "
-            f"FROM {source}json_populate_recordset(NULL::{table.name}, %s::json)"
+            f"FROM json_populate_recordset(NULL::{table.name}, %s::json) "
+            "ON CONFLICT DO NOTHING"
         )
     ctes = [f"rows_{i} AS ({insert})" for i, insert in enumerate(inserts[:-1])]
-    return (
-        "WITH no_wait AS (SELECT set_config('synchronous_commit', 'off', true))"
-        + "".join(f", {cte}" for cte in ctes)
-        + f" {inserts[-1]}"
-    )
-
-
-def _by_run(rows: list[tuple[Table, dict]]) -> list[list[tuple[Table, dict]]]:
-    """``rows`` grouped per run: its ``runs`` row and the ledger row that refers to it."""
-    groups: dict[str, list] = {}
-    for table, row in rows:
-        groups.setdefault(row["id"] if table is _RUNS else row["run_id"], []).append((table, row))
-    return list(groups.values())
+    return ("WITH " + ", ".join(ctes) + " " if ctes else "") + inserts[-1]
 
 
 def recorder() -> RunRecorder:
     return current_app._get_current_object().extensions["run_recorder"]  # api/pipeline.py says why
+
+
+def replay_journal() -> int:
+    """Maintenance task: write the runs the journal holds that no process wrote in time."""
+    return recorder().replay(float(current_app.config["RUN_JOURNAL_GRACE_SECONDS"]))
 
 
 def init_app(app: Flask) -> None:

@@ -36,7 +36,11 @@ from services.queue import LOST, dispatcher
 
 log = logging.getLogger(__name__)
 
-MAINTENANCE_TASKS = ("jobs.runs.sweep_stale_runs", "jobs.webhooks.deliver_due")
+MAINTENANCE_TASKS = (
+    "services.recorder.replay_journal",
+    "jobs.runs.sweep_stale_runs",
+    "jobs.webhooks.deliver_due",
+)
 # Runs judged per pass (the oldest first); the rest wait for the next pass.
 BATCH = 200
 

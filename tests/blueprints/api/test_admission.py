@@ -63,13 +63,18 @@ def test_whoami_costs_one_redis_round_trip(client, make_key, redis_commands):
 
 @needs_redis
 @pytest.mark.parametrize("sandbox", [False, True], ids=["live", "sandbox"])
-def test_an_inline_run_costs_one_redis_round_trip(client, make_key, redis_commands, sandbox):
+def test_an_inline_run_costs_two_redis_round_trips_and_its_batch_one(
+    client, make_key, redis_commands, sandbox
+):
+    """The admission (per-minute hit and quota in one script) and the run's journal entry
+    before the answer; the entries' deletion once their batch is committed is one call per
+    batch (every request's, with the tests' delay of 0)."""
     raw = make_key("pro", sandbox=sandbox)
     assert client.post(DISPATCH, json=RUN, headers=auth(raw)).status_code == 200
     redis_commands.clear()
     response = client.post(DISPATCH, json=RUN, headers=auth(raw))
     assert response.status_code == 200, response.get_json()
-    assert redis_commands == ["EVALSHA"]
+    assert redis_commands == ["EVALSHA", "XADD", "XDEL"]
     assert response.headers["X-RateLimit-Remaining"] == str(
         int(response.headers["X-RateLimit-Limit"]) - 2
     )
