@@ -1,3 +1,9 @@
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
 import click
 from flask.cli import AppGroup
 
@@ -48,7 +54,7 @@ def demo():
         click.echo(
             "Demo account demo@example.com exists (password demo-password). Its key was shown "
             "when it was created; make another with:\n"
-            "  flask --app app keys create demo@example.com --name another"
+            f"  {flask_command()} keys create demo@example.com --name another"
         )
         return
     _key, raw = keys.create_key(account, "demo")
@@ -56,3 +62,22 @@ def demo():
     click.echo("Demo account: demo@example.com / demo-password (Pro plan)")
     click.echo("Demo Pro API key (shown once, keep it):")
     click.echo(raw)
+
+
+def flask_command() -> str:
+    """This ``flask --app app`` as it can be typed again in the shell that ran this command:
+    the flask program as it was invoked (``.venv/bin/flask`` by ``make run``; ``flask`` when
+    it is the one on PATH), after the ``APP_ENV`` it runs with (outside development the app
+    refuses to start without a SECRET_KEY, and ``make run`` sets none)."""
+    invoked = Path(sys.argv[0])
+    flask = invoked if invoked.name == "flask" else Path(sys.executable).with_name("flask")
+    on_path = shutil.which("flask")
+    if on_path is not None and Path(on_path).resolve() == flask.resolve():
+        program = "flask"
+    elif flask.is_absolute() and flask.is_relative_to(Path.cwd()):
+        program = str(flask.relative_to(Path.cwd()))
+    else:
+        program = str(flask)
+    env = os.environ.get("APP_ENV")
+    prefix = f"APP_ENV={shlex.quote(env)} " if env else ""
+    return f"{prefix}{shlex.quote(program)} --app app"
