@@ -99,6 +99,9 @@ class Config:
     # A journaled run no process wrote within this many seconds is written by a worker's
     # maintenance (services/recorder.py).
     RUN_JOURNAL_GRACE_SECONDS = 20.0
+    # An inline run's reservation not journaled within this many seconds (longer than any
+    # request may last: gunicorn's --timeout is 75) is given back: its process died mid-run.
+    RUN_INFLIGHT_GRACE_SECONDS = 90.0
     # Stale runs (services/sweeper.py): every worker sweeps this often (0: never); a worker
     # holds a lease on its job, renewed every third of JOB_LEASE_SECONDS, so a killed worker
     # is known once it lapses; runs younger than the grace (and jobs past their deadline by
@@ -153,6 +156,7 @@ class Config:
                     "RQ_MAINTENANCE_SECONDS",
                     "RUN_RECORD_DELAY",
                     "RUN_JOURNAL_GRACE_SECONDS",
+                    "RUN_INFLIGHT_GRACE_SECONDS",
                 )
                 if os.environ.get(name)
             },

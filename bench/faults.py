@@ -1,5 +1,10 @@
 """Fault runs against the product as it is deployed: one subcommand per fault (issue 13).
 
+    .venv/bin/python bench/faults.py kill-web|pg-crash [--duration 10] [--clients 16]
+    .venv/bin/python bench/faults.py redis-loss [--limit 5]
+
+are described in ``bench/faults_records.py``.
+
     .venv/bin/python bench/faults.py slow-clients [--with-gthread] [--database-url URL]
         [--redis-url URL] [--half-sent 32] [--idle 32] [--duration 10] [--clients 2]
 
@@ -562,6 +567,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also measure the gthread web command of before, for comparison",
     )
+    import faults_records  # the faults of what is recorded and counted
+
+    faults_records.add_commands(commands)
     return parser.parse_args(argv)
 
 

@@ -24,7 +24,7 @@ from services.redis import redis_client
 # One reservation, as a Lua function: the quota script below and the per-minute limit's
 # script (services/ratelimit.py, which reserves in the same round trip) both call it.
 RESERVE_FUNCTION = """
-local function reserve(key, n, limit, ttl, credits)
+local function reserve(key, n, limit, ttl, credits, inflight, member)
   local calls = redis.call('HGET', key, 'calls')
   if not calls then return {-1, 0} end
   calls = tonumber(calls)
@@ -32,15 +32,20 @@ local function reserve(key, n, limit, ttl, credits)
   calls = redis.call('HINCRBY', key, 'calls', n)
   if credits ~= 0 then redis.call('HINCRBY', key, 'credits', credits) end
   redis.call('EXPIRE', key, ttl)
+  if member and member ~= '' then
+    redis.call('ZADD', inflight, redis.call('TIME')[1], member)
+  end
   return {1, calls}
 end
 """
 
 _RESERVE = RESERVE_FUNCTION + (
-    "return reserve(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))"
+    "return reserve(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]),"
+    " KEYS[2], ARGV[5])"
 )
 
 _RELEASE = """
+if ARGV[3] ~= '' and redis.call('ZREM', KEYS[2], ARGV[3]) == 0 then return 0 end
 if redis.call('HEXISTS', KEYS[1], 'calls') == 0 then return 0 end
 local calls = redis.call('HINCRBY', KEYS[1], 'calls', -tonumber(ARGV[1]))
 if calls < 0 then redis.call('HSET', KEYS[1], 'calls', 0) end
@@ -61,6 +66,31 @@ return 1
 """
 # What the reservation answers for a missing counter.
 UNKNOWN = -1
+
+# Inline runs between their reservation and their journal entry (services/recorder.py), as
+# members "<run id> <counter> <calls> <credits>" scored by the reservation's time. A run whose
+# process died in between (answered nothing) is left here: ``release_abandoned`` gives its
+# reservation back.
+INFLIGHT = "runs:inflight"
+
+_RELEASE_ABANDONED = """
+local cutoff = tonumber(redis.call('TIME')[1]) - tonumber(ARGV[1])
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', 0, 500)
+for _, member in ipairs(members) do
+  redis.call('ZREM', KEYS[1], member)
+  local key, n, credits = string.match(member, '^%S+ (%S+) (%S+) (%S+)$')
+  if key and redis.call('HEXISTS', key, 'calls') == 1 then
+    if redis.call('HINCRBY', key, 'calls', -tonumber(n)) < 0 then
+      redis.call('HSET', key, 'calls', 0)
+    end
+    if tonumber(credits) ~= 0 and redis.call('HINCRBY', key, 'credits', -tonumber(credits)) < 0
+    then
+      redis.call('HSET', key, 'credits', 0)
+    end
+  end
+end
+return #members
+"""
 
 # Keep a day's counters a little past midnight so late releases still find them.
 _GRACE_SECONDS = 3600
@@ -87,6 +117,9 @@ class Request:
     n: int
     moment: datetime
     credits: int = 0
+    # The inline run this reserves for: the reservation is kept in ``INFLIGHT`` until the
+    # run is journaled or released.
+    run_id: str | None = None
 
     @property
     def day(self) -> str:
@@ -100,8 +133,19 @@ class Request:
     def ttl(self) -> int:
         return clock.seconds_to_midnight(self.moment) + _GRACE_SECONDS
 
+    @property
+    def member(self) -> str:
+        """Its ``INFLIGHT`` member ('' when it is not an inline run's)."""
+        if self.run_id is None:
+            return ""
+        return inflight_member(self.run_id, self.hash_key, self.n, self.credits)
+
     def answer(self, granted: bool, used: int) -> Reservation:
         return Reservation(granted, used, self.limit, self.day)
+
+
+def inflight_member(run_id: str, hash_key: str, n: int, credits: int) -> str:
+    return f"{run_id} {hash_key} {n} {credits}"
 
 
 @dataclass(frozen=True)
@@ -131,16 +175,23 @@ class RedisQuota:
         self._reserve = redis_client.register_script(_RESERVE)
         self._release = redis_client.register_script(_RELEASE)
         self._seed = redis_client.register_script(_SEED)
+        self._release_abandoned = redis_client.register_script(_RELEASE_ABANDONED)
 
     def reserve(
-        self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
+        self,
+        key_id: str,
+        limit: int,
+        n: int,
+        moment: datetime,
+        credits: int = 0,
+        run_id: str | None = None,
     ) -> Reservation:
-        request = Request(key_id, limit, n, moment, credits)
-        args = [n, limit, request.ttl, credits]
-        granted, used = self._reserve(keys=[request.hash_key], args=args)
+        request = Request(key_id, limit, n, moment, credits, run_id)
+        keys, args = [request.hash_key, INFLIGHT], [n, limit, request.ttl, credits, request.member]
+        granted, used = self._reserve(keys=keys, args=args)
         if granted == UNKNOWN:
             self.seed(key_id, moment)
-            granted, used = self._reserve(keys=[request.hash_key], args=args)
+            granted, used = self._reserve(keys=keys, args=args)
         return request.answer(granted == 1, int(used))
 
     def seed(self, key_id: str, moment: datetime) -> None:
@@ -150,8 +201,18 @@ class RedisQuota:
         calls, credits = _seed_figures(key_id, request.day)
         self._seed(keys=[request.hash_key], args=[calls, credits, request.ttl])
 
-    def release(self, key_id: str, n: int, day: str, credits: int = 0) -> None:
-        self._release(keys=[_key(key_id, day)], args=[n, credits])
+    def release(
+        self, key_id: str, n: int, day: str, credits: int = 0, run_id: str | None = None
+    ) -> None:
+        """Give a reservation back (an inline run's, ``run_id``, at most once)."""
+        key = _key(key_id, day)
+        member = "" if run_id is None else inflight_member(run_id, key, n, credits)
+        self._release(keys=[key, INFLIGHT], args=[n, credits, member])
+
+    def release_abandoned(self, older_than: float) -> int:
+        """Give back the reservations of inline runs neither journaled nor released within
+        ``older_than`` seconds (their process died mid-run); returns how many."""
+        return int(self._release_abandoned(keys=[INFLIGHT], args=[int(older_than)]))
 
     def add_credits(self, key_id: str, credits: int, day: str) -> None:
         """Correct a reservation's credits (rare: only when the free-call guess was wrong)."""
@@ -175,8 +236,15 @@ class MemoryQuota:
         self._lock = threading.Lock()
 
     def reserve(
-        self, key_id: str, limit: int, n: int, moment: datetime, credits: int = 0
+        self,
+        key_id: str,
+        limit: int,
+        n: int,
+        moment: datetime,
+        credits: int = 0,
+        run_id: str | None = None,
     ) -> Reservation:
+        # No reservation outlives this process, so none is tracked in flight.
         day = clock.utc_day(moment)
         self._seed_if_missing(key_id, day)
         with self._lock:
@@ -187,12 +255,17 @@ class MemoryQuota:
             counter["credits"] += credits
             return Reservation(True, counter["calls"], limit, day)
 
-    def release(self, key_id: str, n: int, day: str, credits: int = 0) -> None:
+    def release(
+        self, key_id: str, n: int, day: str, credits: int = 0, run_id: str | None = None
+    ) -> None:
         with self._lock:
             counter = self._counters.get(_key(key_id, day))
             if counter:
                 counter["calls"] = max(0, counter["calls"] - n)
                 counter["credits"] = max(0, counter["credits"] - credits)
+
+    def release_abandoned(self, older_than: float) -> int:
+        return 0
 
     def add_credits(self, key_id: str, credits: int, day: str) -> None:
         with self._lock:

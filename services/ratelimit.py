@@ -21,7 +21,8 @@ from services import quota
 from services.redis import ThreadConnections
 
 # KEYS[1]: the window counter; KEYS[2] (optional): a day's usage hash, to read ('read') or
-# to reserve in ('reserve' n limit ttl credits minute_limit) when the hit is allowed. A
+# to reserve in ('reserve' n limit ttl credits minute_limit inflight_member, KEYS[3] the
+# in-flight set of services/quota.py) when the hit is allowed. A
 # missing hash reads as calls -1, and a reservation in it answers -1 (quota.UNKNOWN).
 _HIT = (
     quota.RESERVE_FUNCTION
@@ -35,7 +36,7 @@ if ARGV[3] == 'read' then
   answer[4] = extra[2] or '0'
 elseif ARGV[3] == 'reserve' and tonumber(current) <= tonumber(ARGV[8]) then
   local reserved = reserve(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6],
-                           tonumber(ARGV[7]))
+                           tonumber(ARGV[7]), KEYS[3], ARGV[9])
   answer[3] = reserved[1]
   answer[4] = reserved[2]
 end
@@ -73,7 +74,7 @@ class WindowRedisStorage(RedisStorage):
         if along is None:
             answer = self._hit([key], [expiry, amount])
         else:
-            answer = self._hit([key, along.hash_key], [expiry, amount, *along.args])
+            answer = self._hit([key, along.hash_key, quota.INFLIGHT], [expiry, amount, *along.args])
         current = int(answer[0])
         if exchange is not None:
             exchange.window = (current, max(int(answer[1]), 0) + time.time())
@@ -138,7 +139,8 @@ def spend_minute(
     if read_usage is not None:
         along = _Along(read_usage, ("read",))
     elif reserve is not None:
-        args = ("reserve", reserve.n, reserve.limit, reserve.ttl, reserve.credits, per_minute)
+        args = ("reserve", reserve.n, reserve.limit, reserve.ttl, reserve.credits, per_minute,
+                reserve.member)  # fmt: skip
         along = _Along(reserve.hash_key, args)
     exchange = _Exchange(along)
     token = _exchange.set(exchange)

@@ -39,6 +39,7 @@ from datetime import datetime
 from functools import cache
 
 import orjson
+import redis
 from flask import Flask, after_this_request, current_app, has_request_context
 from psycopg.pq import TransactionStatus
 from sqlalchemy import DateTime, Engine, Table, exc
@@ -46,6 +47,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from extensions import db
 from models import Run, UsageEvent
+from services import quota
 from services.redis import ThreadConnections, redis_client
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,14 @@ _REPLAY_BATCH = 500
 Record = tuple[str | None, list[tuple[Table, dict]]]
 
 
+# One run's entry, and its reservation out of the in-flight set, in one step.
+_APPEND = """
+local entry = redis.call('XADD', KEYS[1], '*', 'r', ARGV[1])
+if ARGV[2] ~= '' then redis.call('ZREM', KEYS[2], ARGV[2]) end
+return entry
+"""
+
+
 class RunJournal:
     """The Redis stream of runs answered but not yet known to be in the database."""
 
@@ -73,11 +83,18 @@ class RunJournal:
     def __init__(self, client):
         self.client = client
         self._connections = ThreadConnections(client)
+        self._append = client.register_script(_APPEND)
 
-    def append(self, rows: list[tuple[Table, dict]]) -> str:
-        """Add one run's rows; returns the entry's id. Raises Redis's errors."""
+    def append(self, rows: list[tuple[Table, dict]], in_flight: str = "") -> str:
+        """Add one run's rows, and take its reservation out of the in-flight set
+        (``in_flight``: its member there); returns the entry's id. Raises Redis's errors."""
         payload = _encode([[table.name, row] for table, row in rows])
-        entry = self._connections.execute("XADD", self.STREAM, "*", "r", payload)
+        keys = (self.STREAM, quota.INFLIGHT)
+        try:
+            entry = self._connections.execute("EVALSHA", self._append.sha, 2, *keys, payload,
+                                              in_flight)  # fmt: skip
+        except redis.exceptions.NoScriptError:  # Redis restarted: the client loads it again
+            entry = self._append(keys=keys, args=[payload, in_flight])
         return entry.decode()
 
     def forget(self, entries: list[str]) -> None:
@@ -110,16 +127,17 @@ class RunRecorder:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
 
-    def record(self, run: dict, ledger: dict | None = None) -> None:
+    def record(self, run: dict, ledger: dict | None = None, in_flight: str = "") -> None:
         """Record an inline run's ``runs`` row, and its usage ledger row: journaled (or
-        written) before this returns, so before the run is answered. Raises Redis's or
-        SQLAlchemy's errors when it can be neither (the API answers 503)."""
+        written) before this returns, so before the run is answered. ``in_flight``: its
+        reservation's member in the in-flight set, taken out with the same call. Raises
+        Redis's or SQLAlchemy's errors when it can be neither (the API answers 503)."""
         rows = [(_RUNS, run)] if ledger is None else [(_RUNS, run), (_LEDGER, ledger)]
         if self.journal is None:
             _write_in_session(rows)
             return
         try:
-            entry = self.journal.append(rows)
+            entry = self.journal.append(rows, in_flight)
         except Exception as error:
             log.warning("run journal unreachable (%s): run %s written at once", error, run["id"])
             _write(db.engine, rows)
@@ -376,8 +394,13 @@ def recorder() -> RunRecorder:
 
 
 def replay_journal() -> int:
-    """Maintenance task: write the runs the journal holds that no process wrote in time."""
-    return recorder().replay(float(current_app.config["RUN_JOURNAL_GRACE_SECONDS"]))
+    """Maintenance task: write the runs the journal holds that no process wrote in time, and
+    give back the reservations of inline runs that died before they were journaled."""
+    config = current_app.config
+    released = quota.store().release_abandoned(float(config["RUN_INFLIGHT_GRACE_SECONDS"]))
+    if released:
+        log.warning("run journal: gave back %d reservations of runs that died mid-run", released)
+    return recorder().replay(float(config["RUN_JOURNAL_GRACE_SECONDS"]))
 
 
 def init_app(app: Flask) -> None:

@@ -66,17 +66,19 @@ def reserve_only(context: KeyContext, reserve: quota.Request | None) -> Reservat
     if reserve is None:
         return None
     return quota.store().reserve(
-        reserve.key_id, reserve.limit, reserve.n, reserve.moment, reserve.credits
+        reserve.key_id, reserve.limit, reserve.n, reserve.moment, reserve.credits, reserve.run_id
     )
 
 
 def _reserve(
-    context: KeyContext, moment: datetime, credits: int, admit: Admit
+    context: KeyContext, moment: datetime, credits: int, admit: Admit, run_id: str | None = None
 ) -> Reservation | None:
+    """Reserve one call (QuotaExceeded); for an inline run, ``run_id`` keeps the reservation
+    in flight until the run is journaled or released (services/quota.py)."""
     request = (
         None
         if context.sandbox
-        else quota.Request(context.key_id, context.daily_quota, 1, moment, credits)
+        else quota.Request(context.key_id, context.daily_quota, 1, moment, credits, run_id)
     )
     reservation = admit(context, request)
     if reservation is not None and not reservation.granted:
@@ -133,9 +135,10 @@ def run_inline(
     """Run a light tool in the request. Raises QuotaExceeded or RunFailed."""
     moment = clock.now()
     guessed_credits = 0 if usage.likely_free(context) else tool.credits
-    reservation = _reserve(context, moment, guessed_credits, admit)
+    run_id = new_uuid()
+    reservation = _reserve(context, moment, guessed_credits, admit, run_id)
     run = InlineRun(
-        new_uuid(), context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
+        run_id, context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
         created_at=moment, started_at=moment,
     )  # fmt: skip
     started = time.perf_counter()
@@ -143,7 +146,7 @@ def run_inline(
         output = tool.sample_output() if context.sandbox else _run_engine(tool, inputs, run)
     except Exception as error:
         if reservation is not None:
-            quota.store().release(context.key_id, 1, reservation.day, guessed_credits)
+            quota.store().release(context.key_id, 1, reservation.day, guessed_credits, run_id)
         kind, message, retry_after = _classify(error)
         _finish(run, started, "failed", error=_error(kind, message, retry_after))
         recorder().record(run.row())
@@ -152,14 +155,23 @@ def run_inline(
     if reservation is None:
         recorder().record(run.row())
         return RunResult(run, reservation)
-    free = usage.likely_free(context) and usage.claim_free_call(context.account_id)
+    free = False
+    if usage.likely_free(context):
+        free = usage.claim_free_call(context.account_id)
+        # Committed before the run is journaled: were the commit to fail, the caller is
+        # answered 503 and the run must not be recorded (its reservation, still in flight,
+        # is given back by the journal's maintenance).
+        end_transaction()
     run.credits = 0 if free else credits_for(tool, output)
     if run.credits != guessed_credits:
         quota.store().add_credits(context.key_id, run.credits - guessed_credits, reservation.day)
     ledger = usage.ledger_row(
         context.account_id, context.key_id, tool.slug, run.id, run.credits, free, moment
     )
-    recorder().record(run.row(), ledger)
+    in_flight = quota.inflight_member(
+        run_id, quota.usage_key(context.key_id, reservation.day), 1, guessed_credits
+    )
+    recorder().record(run.row(), ledger, in_flight=in_flight)
     return RunResult(run, reservation)
 
 

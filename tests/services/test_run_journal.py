@@ -7,6 +7,7 @@ from sqlalchemy import exc, func, select
 
 from extensions import db
 from models import Run, UsageEvent
+from services import clock, keys, quota
 from services import recorder as recorder_module
 from services.recorder import RunJournal, RunRecorder, replay_journal
 from services.usage import ledger_row
@@ -143,3 +144,43 @@ def test_awkward_text_survives_the_journal(app, client, make_key, text, stored):
     del recorder
     assert RunRecorder(app, delay=3600).replay(older_than=0) == 1
     assert db.session.get(Run, run["id"]).output["text"] == stored
+
+
+def test_a_run_that_died_before_its_journal_entry_gives_its_reservation_back(
+    app, client, make_key, monkeypatch
+):
+    """Its process was killed mid-run: nothing was answered, nothing is journaled, and the
+    maintenance gives the call back once the grace has passed."""
+    raw = make_key("pro")
+    context = keys.resolve(raw)
+
+    def killed(*args, **kwargs):
+        raise SystemExit("the process died here")
+
+    monkeypatch.setattr("services.runs._run_engine", killed)
+    with pytest.raises(SystemExit):
+        client.post("/v1/public/tools/word-counter/run", headers=auth(raw), json={"input": "x"})
+    monkeypatch.undo()
+    store = quota.store()
+    assert store.usage(context.key_id, clock.now()).calls == 1
+    assert app.extensions["redis"].zcard(quota.INFLIGHT) == 1
+
+    assert store.release_abandoned(older_than=3600) == 0  # it may still be running
+    app.config["RUN_INFLIGHT_GRACE_SECONDS"] = 0
+    replay_journal()
+    assert store.usage(context.key_id, clock.now()).calls == 0
+    assert app.extensions["redis"].zcard(quota.INFLIGHT) == 0
+
+
+def test_a_journaled_or_failed_inline_run_leaves_nothing_in_flight(app, client, make_key):
+    raw = make_key("pro")
+    ok = client.post("/v1/public/tools/word-counter/run", headers=auth(raw), json={"input": "x"})
+    assert ok.status_code == 200
+    failed = client.post(
+        "/v1/public/tools/json-formatter/run", headers=auth(raw), json={"input": "{not json"}
+    )
+    assert failed.status_code == 422, failed.get_json()
+    assert app.extensions["redis"].zcard(quota.INFLIGHT) == 0
+    app.config["RUN_INFLIGHT_GRACE_SECONDS"] = 0
+    replay_journal()
+    assert quota.store().usage(keys.resolve(raw).key_id, clock.now()).calls == 1

@@ -74,7 +74,7 @@ def test_an_inline_run_costs_two_redis_round_trips_and_its_batch_one(
     redis_commands.clear()
     response = client.post(DISPATCH, json=RUN, headers=auth(raw))
     assert response.status_code == 200, response.get_json()
-    assert redis_commands == ["EVALSHA", "XADD", "XDEL"]
+    assert redis_commands == ["EVALSHA", "EVALSHA", "XDEL"]
     assert response.headers["X-RateLimit-Remaining"] == str(
         int(response.headers["X-RateLimit-Limit"]) - 2
     )
