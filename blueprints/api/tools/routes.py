@@ -1,5 +1,4 @@
 import contextlib
-import json
 
 from flask import current_app, g, jsonify, request, url_for
 from flask.views import MethodView
@@ -14,10 +13,12 @@ from blueprints.api.docs import (
     problem_responses,
 )
 from blueprints.api.pipeline import (
+    InvalidJson,
     admit_run,
     authenticate,
     cancel_or_409,
     current_key,
+    parse_json,
     parse_prefer,
     read_body,
     require_api_access,
@@ -102,9 +103,10 @@ def _typed_form(tool: Tool, form: dict) -> dict:
     for name, value in form.items():
         spec = tool.inputs.get("properties", {}).get(name, {})
         if spec.get("type", "string") != "string":
-            # Not JSON: left as text, and validation names the field.
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
+            # Not JSON (or JSON the body would be refused for): left as text, and validation
+            # names the field.
+            with contextlib.suppress(InvalidJson):
+                value = parse_json(value.encode(errors="surrogatepass"), f"The field {name}")
         typed[name] = value
     return typed
 
