@@ -25,17 +25,20 @@ What this class adds to gunicorn's ``gevent`` worker:
   ``MAX_CONTENT_LENGTH`` is not read (the app answers ``413`` and the connection is closed);
   a chunked body that grows past it is answered ``413`` at once. ``Expect: 100-continue`` is
   answered before the body is read.
-- **At most ``--threads`` requests in the app at once per worker**, each run by one of that
-  many long-lived greenlets; a request read in full waits its turn. The app was built for a
-  fixed set of long-lived threads: the per-minute limit's script runs on a Redis connection
-  of the thread's own (``services/ratelimit.py``, a ``threading.local``, which gevent makes
-  per greenlet). Run on each connection's own greenlet, every new client connection opened
-  a Redis connection that redis-py's pool (100 at most) never counted back, and after about
-  a hundred client connections every authenticated request answered 503 ("Too many
-  connections"). The bound also keeps the Redis and database pools of a worker from being
-  overrun by a burst.
+- **At most ``--threads`` requests in the app at once per worker** (the Procfile: 32),
+  each run by one of that many long-lived greenlets; a request read in full waits its
+  turn. The app was built for a fixed set of long-lived threads: the per-minute limit's
+  script and the run journal's XADD run on a Redis connection of the thread's own
+  (``services.redis.ThreadConnections``, a ``threading.local``, which gevent makes per
+  greenlet). Run on each connection's own greenlet, every new client connection opened a
+  Redis connection that redis-py's pool (100 at most) never counted back, and after about a
+  hundred client connections every authenticated request answered 503 ("Too many
+  connections"). With 32 there are at most 32 such connections per pool and worker, plus
+  at most 32 taken from the pool at once (a request waiting for its queued run holds one
+  for its wait): keep ``--threads`` under about 45. The bound also keeps a worker's
+  database pool (5 connections, 10 more on demand) from being overrun by a burst.
 
-Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker --threads 64 ... wsgi:app``
+Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker --threads 32 ... wsgi:app``
 (the Procfile's web command). Needs ``gevent`` (requirements.txt).
 """
 
