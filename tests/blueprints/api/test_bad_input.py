@@ -14,6 +14,7 @@ import string
 import urllib.parse
 import uuid
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -78,16 +79,15 @@ def agency(make_key):
 # --- deep nesting --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("levels", [1_000, 100_000])
-@pytest.mark.parametrize("kind", ["array", "object"])
 @pytest.mark.parametrize(("method", "path", "template"), JSON_ENDPOINTS, ids=JSON_IDS)
-def test_deep_nesting_is_400_invalid_json(client, agency, method, path, template, levels, kind):
-    for body in (nested(levels, kind), template % nested(levels, kind)):
-        assert len(body) < 1024 * 1024  # within the text limit: not a 413
-        problem = assert_problem(
-            post_json(client, agency, path, body, method=method), 400, "invalid_json"
-        )
-        assert f"nested deeper than {MAX_JSON_DEPTH} levels" in problem["detail"]
+def test_deep_nesting_is_400_invalid_json(client, agency, method, path, template):
+    for levels in (1_000, 100_000):
+        for kind in ("array", "object"):
+            for body in (nested(levels, kind), template % nested(levels, kind)):
+                assert len(body) < 1024 * 1024  # within the text limit: not a 413
+                response = post_json(client, agency, path, body, method=method)
+                problem = assert_problem(response, 400, "invalid_json")
+                assert f"nested deeper than {MAX_JSON_DEPTH} levels" in problem["detail"]
 
 
 def test_nesting_up_to_the_limit_is_read_and_one_more_is_refused(client, make_key):
@@ -103,6 +103,38 @@ def test_nesting_up_to_the_limit_is_read_and_one_more_is_refused(client, make_ke
     assert_problem(post_json(client, raw, DISPATCH, over), 400, "invalid_json")
 
 
+def _mixed(levels: int) -> bytes:
+    """Arrays and objects in turn, ``levels`` deep."""
+    text = b"1"
+    for level in range(levels):
+        text = b"[%s]" % text if level % 2 else b'{"k": %s}' % text
+    return text
+
+
+def test_the_depth_limit_counts_arrays_and_objects_alike():
+    for document in (nested(MAX_JSON_DEPTH), nested(MAX_JSON_DEPTH, "object")):
+        parse_json(document)
+    parse_json(_mixed(MAX_JSON_DEPTH))
+    for document in (nested(MAX_JSON_DEPTH + 1), _mixed(MAX_JSON_DEPTH + 1), nested(1025)):
+        with pytest.raises(InvalidJson, match=f"nested deeper than {MAX_JSON_DEPTH} levels"):
+            parse_json(document)
+    # Many brackets, little depth: looked at, and read.
+    assert parse_json(b"[" + b",".join([b"[[]]"] * 300) + b"]") == [[[]]] * 300
+    assert parse_json(b'["' + b"[" * 5000 + b'"]') == ["[" * 5000]
+    with pytest.raises(InvalidJson):  # the deep branch is the last of many shallow ones
+        parse_json(b"[" + b"[1]," * 300 + nested(MAX_JSON_DEPTH) + b"]")
+
+
+def test_what_the_limit_lets_through_is_encoded_downstream():
+    """A body at the limit stays within what encodes it later: orjson writes 254 levels,
+    and the recorder's batch puts a run's input two levels down."""
+    from services.recorder import _document
+
+    deepest = parse_json(_mixed(MAX_JSON_DEPTH))
+    assert json.loads(_document([{"input": deepest}])) == [{"input": deepest}]
+    assert json.loads(orjson.dumps({"output": {"run": deepest}})) == {"output": {"run": deepest}}
+
+
 def test_a_deep_body_with_an_idempotency_key_is_refused_and_the_key_stays_free(client, make_key):
     raw = make_key()
     deep = b'{"input": %s}' % nested(5_000)
@@ -115,21 +147,21 @@ def test_a_deep_body_with_an_idempotency_key_is_refused_and_the_key_stays_free(c
 # --- NaN, infinities, numbers ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("literal", "named"),
-    [
-        (b"NaN", "NaN"),
-        (b"Infinity", "Infinity"),
-        (b"-Infinity", "-Infinity"),
-        (b"1e400", "too large for a double"),
-        (b"-1e400", "too large for a double"),
-    ],
-)
+NOT_JSON = [
+    (b"NaN", "NaN at line 1"),
+    (b"Infinity", "Infinity at line 1"),
+    (b"-Infinity", "-Infinity at line 1"),
+    (b"1e400", "too large for a double"),
+    (b"-1e400", "too large for a double"),
+]
+
+
 @pytest.mark.parametrize(("method", "path", "template"), JSON_ENDPOINTS, ids=JSON_IDS)
-def test_nan_and_infinity_are_not_json(client, agency, method, path, template, literal, named):
-    response = post_json(client, agency, path, template % literal, method=method)
-    problem = assert_problem(response, 400, "invalid_json")
-    assert named in problem["detail"]
+def test_nan_and_infinity_are_not_json(client, agency, method, path, template):
+    for literal, named in NOT_JSON:
+        response = post_json(client, agency, path, template % literal, method=method)
+        problem = assert_problem(response, 400, "invalid_json")
+        assert named in problem["detail"]
 
 
 def test_a_wide_integer_is_read_exactly(client, make_key):
@@ -145,13 +177,13 @@ def test_a_wide_integer_is_read_exactly(client, make_key):
 # --- unpaired surrogates -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("escape", [b"\\ud800", b"\\udbff", b"\\udc00", b"\\ud800\\u0041"])
 @pytest.mark.parametrize(("method", "path", "template"), JSON_ENDPOINTS, ids=JSON_IDS)
-def test_an_unpaired_surrogate_in_a_field_is_400(client, agency, method, path, template, escape):
-    response = post_json(client, agency, path, template % (b'"a%sb"' % escape), method=method)
-    problem = assert_problem(response, 400, "invalid_json")
-    assert "unpaired surrogate" in problem["detail"]
-    assert escape[:6].decode() in problem["detail"]
+def test_an_unpaired_surrogate_in_a_field_is_400(client, agency, method, path, template):
+    for escape in (b"\\ud800", b"\\udbff", b"\\udc00", b"\\ud800\\u0041"):
+        response = post_json(client, agency, path, template % (b'"a%sb"' % escape), method=method)
+        problem = assert_problem(response, 400, "invalid_json")
+        assert "unpaired surrogate" in problem["detail"]
+        assert escape[:6].decode() in problem["detail"]
 
 
 def test_an_unpaired_surrogate_uses_no_quota_and_a_pair_is_run_and_stored(client, make_key):
