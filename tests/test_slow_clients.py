@@ -14,6 +14,8 @@ import pytest
 from bench import faults
 from tests.conftest import _deployment_env, _free_port, needs_pg, needs_redis
 
+# Limits that never refuse the test's few hundred requests.
+UNLIMITED = {"per_minute_override": 1_000_000, "daily_override": 1_000_000}
 REQUEST_TIMEOUT = 3  # seconds (WEB_REQUEST_TIMEOUT; the Procfile's default is 20)
 # How much later than the bound a busy machine may close a connection.
 SLACK = 1.5
@@ -63,7 +65,7 @@ def exchange(port: int, data: bytes, *, until: bytes = b"", timeout: float = 5) 
 @needs_pg
 @needs_redis
 def test_normal_requests_are_answered_while_slow_clients_hold_connections(web, make_key):
-    raw = make_key("agency")
+    raw = make_key("agency", **UNLIMITED)
     warm_up(web, raw)
     attacks = [
         faults.SlowClients(web, 16, faults.HALF_HEADERS),
@@ -101,7 +103,7 @@ def test_normal_requests_are_answered_while_slow_clients_hold_connections(web, m
 def test_a_body_is_read_in_full_before_the_app_sees_it(web, make_key):
     """Chunked bodies, ``Expect: 100-continue`` and a body sent in pieces within the bound
     reach the app whole; a body announced larger than the app takes is refused unread."""
-    raw = make_key("agency")
+    raw = make_key("agency", **UNLIMITED)
     body = json.dumps({"slug": "word-counter", "input": "one two three"}).encode()
     head = (
         f"POST /v1/tools/run HTTP/1.1\r\nHost: 127.0.0.1\r\nX-SVC-API-Key: {raw}\r\n"
@@ -136,7 +138,7 @@ def test_a_body_is_read_in_full_before_the_app_sees_it(web, make_key):
 def test_waiting_for_queued_runs_holds_no_connection_of_others(web, make_key):
     """Requests waiting for their queued runs (no worker runs them here) leave the web
     command answering others at once."""
-    raw = make_key("agency")
+    raw = make_key("agency", **UNLIMITED)
     warm_up(web, raw)
     run = json.dumps({"slug": "abstractive-summarizer", "input": "A text to summarize."})
     request = (
