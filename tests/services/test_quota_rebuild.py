@@ -67,9 +67,14 @@ def test_a_fresh_redis_does_not_give_the_day_back(client, make_key):
         moved = _app_on(fresh.url)
         keys.forget()
         with moved.app_context():
-            mover = moved.test_client()
-            assert _spend(mover, raw, 3) == [200, 200, 429]
-            assert _whoami_calls(mover, raw) == 5
+            try:
+                mover = moved.test_client()
+                assert _spend(mover, raw, 3) == [200, 200, 429]
+                assert _whoami_calls(mover, raw) == 5
+            finally:
+                db.session.remove()
+                db.engine.dispose()  # its pool's connections, closed rather than collected
+                moved.extensions["redis"].close()
     finally:
         fresh.stop()
 
