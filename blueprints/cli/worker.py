@@ -98,8 +98,9 @@ class WorkerBoundScheduler(RQScheduler):
         return super().start()
 
     def work(self):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)  # Linux only
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != self._worker_pid:  # it died before the line above
             os.kill(os.getpid(), signal.SIGTERM)
         super().work()
