@@ -326,25 +326,21 @@ def redis_loss(limit: int = 5) -> dict:
 
 
 def _ledger_rows(env: dict, raw_key: str) -> int:
-    engine = sa.create_engine(env["DATABASE_URL"])
-    try:
-        with engine.connect() as connection:
-            return connection.scalar(
-                sa.text("SELECT count(*) FROM usage_events WHERE api_key_id = :key"),
-                {"key": _key_id(env, raw_key)},
-            )
-    finally:
-        engine.dispose()
+    return _scalar(env, "SELECT count(*) FROM usage_events WHERE api_key_id = :key",
+                   key=_key_id(env, raw_key))  # fmt: skip
 
 
 def _key_id(env: dict, raw_key: str) -> str:
+    return _scalar(env, "SELECT id FROM api_keys WHERE key_hash = encode(sha256(:raw), 'hex')",
+                   raw=raw_key.encode())  # fmt: skip
+
+
+def _scalar(env: dict, sql: str, **params):
+    """One value from the deployment's database."""
     engine = sa.create_engine(env["DATABASE_URL"])
     try:
         with engine.connect() as connection:
-            return connection.scalar(
-                sa.text("SELECT id FROM api_keys WHERE key_hash = encode(sha256(:raw), 'hex')"),
-                {"raw": raw_key.encode()},
-            )
+            return connection.scalar(sa.text(sql), params)
     finally:
         engine.dispose()
 

@@ -19,6 +19,7 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from services import accounts, clock, keys
+from tests.fakes.redis_server import RedisServer
 from tests.fakes.webhook_receiver import Receiver
 
 # The fake S3 bucket and the app storing files there (``s3``, ``s3_app``).
@@ -109,6 +110,17 @@ def app(_schema):
         with app.app_context():
             upgrade()
     yield from _clean(app)
+
+
+@pytest.fixture
+def redis_server():
+    """A private redis-server (``tests/fakes/redis_server.py``) for tests that stop, flush
+    or replace Redis."""
+    server = RedisServer()
+    server.start()
+    yield server
+    if server.process.poll() is None:
+        server.stop()
 
 
 @pytest.fixture

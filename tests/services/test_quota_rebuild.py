@@ -16,15 +16,6 @@ WHOAMI = "/v1/public/whoami"
 TEXT = {"input": "one two three"}
 
 
-@pytest.fixture
-def redis_server():
-    server = RedisServer()
-    server.start()
-    yield server
-    if server.process.poll() is None:
-        server.stop()
-
-
 def _app_on(redis_url: str):
     return create_app(app_config(REDIS_URL=redis_url, RATELIMIT_STORAGE_URI="svc+" + redis_url))
 

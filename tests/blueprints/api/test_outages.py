@@ -34,20 +34,10 @@ from tests.conftest import (
     needs_pg,
 )
 from tests.fakes import FakeOpenAI
-from tests.fakes.redis_server import RedisServer
 
 WHOAMI = "/v1/public/whoami"
 DISPATCH = "/v1/tools/run"
 TEXT = {"slug": "word-counter", "input": "one two three"}
-
-
-@pytest.fixture
-def redis_server():
-    server = RedisServer()
-    server.start()
-    yield server
-    if server.process.poll() is None:
-        server.stop()
 
 
 @pytest.fixture
