@@ -91,6 +91,8 @@ class Tool:
     _defaults: dict[str, Any] = field(init=False, repr=False)
     # Binary input fields and the media types each accepts.
     binary_inputs: dict[str, tuple[str, ...]] = field(init=False, repr=False)
+    # Whether its output may hold a file (a field with a media type, at any depth).
+    makes_files: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Built once per tool: validate() runs on every API request.
@@ -109,6 +111,7 @@ class Tool:
             if isinstance(spec, dict) and "contentMediaType" in spec:
                 binary[name] = tuple(spec.get("x-accept") or [spec["contentMediaType"]])
         object.__setattr__(self, "binary_inputs", binary)
+        object.__setattr__(self, "makes_files", _has_media_type(self.output))
 
     @property
     def credits(self) -> int:
@@ -316,3 +319,11 @@ class Catalogue:
 
     def __contains__(self, slug: object) -> bool:
         return slug in self.tools
+
+
+def _has_media_type(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return "contentMediaType" in schema or any(map(_has_media_type, schema.values()))
+    if isinstance(schema, list):
+        return any(map(_has_media_type, schema))
+    return False

@@ -141,6 +141,8 @@ def regenerate_key(key: ApiKey) -> tuple[ApiKey, str]:
 # --- the per-process cache -------------------------------------------------------------
 
 _cache: OrderedDict[str, tuple[float, KeyContext | None]] = OrderedDict()
+# Keys whose stale cache entry one caller is reloading right now.
+_reloading: set[str] = set()
 _last_used_written: dict[str, float] = {}
 _lock = threading.Lock()
 
@@ -155,7 +157,14 @@ def forget(key_hash: str | None = None) -> None:
 
 
 def resolve(raw: str) -> KeyContext | None:
-    """The active key for a raw key value, or None (unknown, malformed or revoked)."""
+    """The active key for a raw key value, or None (unknown, malformed or revoked).
+
+    A cached answer is served for ``KEY_CACHE_SECONDS``. When it has gone stale, one caller
+    reloads it while the others keep the stale answer, for at most as long again (so a
+    revocation reaches every request within twice that); before, every request in flight
+    when the entry expired loaded the key at once, and with a web worker's 32 greenlets a
+    burst of loads overran the database pool, which opened and closed connections for them.
+    """
     if not looks_like_key(raw):
         return None
     key_hash = hash_key(raw)
@@ -163,9 +172,21 @@ def resolve(raw: str) -> KeyContext | None:
     ttl = config["KEY_CACHE_SECONDS"]
     now = time.monotonic()
     hit = _cache.get(key_hash)
-    if hit is not None and now - hit[0] < ttl:
-        return hit[1]
-    context = _load(key_hash)
+    if hit is not None:
+        age = now - hit[0]
+        if age < ttl:
+            return hit[1]
+        if age < 2 * ttl:
+            with _lock:
+                reloaded_elsewhere = key_hash in _reloading
+                _reloading.add(key_hash)
+            if reloaded_elsewhere:
+                return hit[1]
+    try:
+        context = _load(key_hash)
+    finally:
+        with _lock:
+            _reloading.discard(key_hash)
     with _lock:
         _cache[key_hash] = (now, context)
         _cache.move_to_end(key_hash)

@@ -24,7 +24,7 @@ from services.redis import redis_client
 # One reservation, as a Lua function: the quota script below and the per-minute limit's
 # script (services/ratelimit.py, which reserves in the same round trip) both call it.
 RESERVE_FUNCTION = """
-local function reserve(key, n, limit, ttl, credits, inflight, member)
+local function reserve(key, n, limit, ttl, credits, inflight, member, journal, payload)
   local calls = redis.call('HGET', key, 'calls')
   if not calls then return {-1, 0} end
   calls = tonumber(calls)
@@ -32,6 +32,9 @@ local function reserve(key, n, limit, ttl, credits, inflight, member)
   calls = redis.call('HINCRBY', key, 'calls', n)
   if credits ~= 0 then redis.call('HINCRBY', key, 'credits', credits) end
   redis.call('EXPIRE', key, ttl)
+  if payload and payload ~= '' then
+    return {1, calls, redis.call('XADD', journal, '*', 'r', payload)}
+  end
   if member and member ~= '' then
     redis.call('ZADD', inflight, redis.call('TIME')[1], member)
   end
@@ -41,7 +44,7 @@ end
 
 _RESERVE = RESERVE_FUNCTION + (
     "return reserve(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]),"
-    " KEYS[2], ARGV[5])"
+    " KEYS[2], ARGV[5], KEYS[3], ARGV[6])"
 )
 
 _RELEASE = """
@@ -72,6 +75,10 @@ UNKNOWN = -1
 # process died in between (answered nothing) is left here: ``release_abandoned`` gives its
 # reservation back.
 INFLIGHT = "runs:inflight"
+# The run journal (services/recorder.py): a reservation made for a run that has already run
+# adds the run's rows to it in the same step (``Request.journal``), and needs no in-flight
+# member.
+JOURNAL = "runs:journal"
 
 _RELEASE_ABANDONED = """
 local cutoff = tonumber(redis.call('TIME')[1]) - tonumber(ARGV[1])
@@ -102,6 +109,8 @@ class Reservation:
     used: int
     limit: int
     day: str
+    # The journal entry of the run's rows, when they were journaled with the reservation.
+    entry: str | None = None
 
     @property
     def remaining(self) -> int:
@@ -120,6 +129,9 @@ class Request:
     # The inline run this reserves for: the reservation is kept in ``INFLIGHT`` until the
     # run is journaled or released.
     run_id: str | None = None
+    # The rows of a run that has already run, journaled with the reservation when it is
+    # granted (``RunJournal.payload``); the reservation then keeps nothing in flight.
+    journal: bytes | None = None
 
     @property
     def day(self) -> str:
@@ -136,12 +148,12 @@ class Request:
     @property
     def member(self) -> str:
         """Its ``INFLIGHT`` member ('' when it is not an inline run's)."""
-        if self.run_id is None:
+        if self.run_id is None or self.journal is not None:
             return ""
         return inflight_member(self.run_id, self.hash_key, self.n, self.credits)
 
-    def answer(self, granted: bool, used: int) -> Reservation:
-        return Reservation(granted, used, self.limit, self.day)
+    def answer(self, granted: bool, used: int, entry: bytes | None = None) -> Reservation:
+        return Reservation(granted, used, self.limit, self.day, entry and entry.decode())
 
 
 def inflight_member(run_id: str, hash_key: str, n: int, credits: int) -> str:
@@ -185,14 +197,17 @@ class RedisQuota:
         moment: datetime,
         credits: int = 0,
         run_id: str | None = None,
+        journal: bytes | None = None,
     ) -> Reservation:
-        request = Request(key_id, limit, n, moment, credits, run_id)
-        keys, args = [request.hash_key, INFLIGHT], [n, limit, request.ttl, credits, request.member]
-        granted, used = self._reserve(keys=keys, args=args)
-        if granted == UNKNOWN:
+        request = Request(key_id, limit, n, moment, credits, run_id, journal)
+        keys = [request.hash_key, INFLIGHT, JOURNAL]
+        args = [n, limit, request.ttl, credits, request.member, journal or ""]
+        answer = self._reserve(keys=keys, args=args)
+        if answer[0] == UNKNOWN:
             self.seed(key_id, moment)
-            granted, used = self._reserve(keys=keys, args=args)
-        return request.answer(granted == 1, int(used))
+            answer = self._reserve(keys=keys, args=args)
+        entry = answer[2] if len(answer) > 2 else None
+        return request.answer(answer[0] == 1, int(answer[1]), entry)
 
     def seed(self, key_id: str, moment: datetime) -> None:
         """Rebuild ``key_id``'s counter of ``moment``'s day from the database, unless
@@ -243,8 +258,10 @@ class MemoryQuota:
         moment: datetime,
         credits: int = 0,
         run_id: str | None = None,
+        journal: bytes | None = None,
     ) -> Reservation:
-        # No reservation outlives this process, so none is tracked in flight.
+        # No reservation outlives this process, so none is tracked in flight (and there is
+        # no journal: the embedded default writes a run's rows in its request).
         day = clock.utc_day(moment)
         self._seed_if_missing(key_id, day)
         with self._lock:

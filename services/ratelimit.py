@@ -21,9 +21,10 @@ from services import quota
 from services.redis import ThreadConnections
 
 # KEYS[1]: the window counter; KEYS[2] (optional): a day's usage hash, to read ('read') or
-# to reserve in ('reserve' n limit ttl credits minute_limit inflight_member, KEYS[3] the
-# in-flight set of services/quota.py) when the hit is allowed. A
-# missing hash reads as calls -1, and a reservation in it answers -1 (quota.UNKNOWN).
+# to reserve in ('reserve' n limit ttl credits minute_limit inflight_member journal_payload,
+# KEYS[3] the in-flight set and KEYS[4] the run journal of services/quota.py) when the hit
+# is allowed. A missing hash reads as calls -1, and a reservation in it answers -1
+# (quota.UNKNOWN); a reservation that journaled a run answers its entry's id third.
 _HIT = (
     quota.RESERVE_FUNCTION
     + """
@@ -36,9 +37,10 @@ if ARGV[3] == 'read' then
   answer[4] = extra[2] or '0'
 elseif ARGV[3] == 'reserve' and tonumber(current) <= tonumber(ARGV[8]) then
   local reserved = reserve(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6],
-                           tonumber(ARGV[7]), KEYS[3], ARGV[9])
+                           tonumber(ARGV[7]), KEYS[3], ARGV[9], KEYS[4], ARGV[10])
   answer[3] = reserved[1]
   answer[4] = reserved[2]
+  answer[5] = reserved[3]
 end
 return answer
 """
@@ -74,12 +76,14 @@ class WindowRedisStorage(RedisStorage):
         if along is None:
             answer = self._hit([key], [expiry, amount])
         else:
-            answer = self._hit([key, along.hash_key, quota.INFLIGHT], [expiry, amount, *along.args])
+            keys = [key, along.hash_key, quota.INFLIGHT, quota.JOURNAL]
+            answer = self._hit(keys, [expiry, amount, *along.args])
         current = int(answer[0])
         if exchange is not None:
             exchange.window = (current, max(int(answer[1]), 0) + time.time())
             if len(answer) > 2:
-                exchange.along_answer = (int(answer[2]), int(answer[3]))
+                entry = answer[4] if len(answer) > 4 else None
+                exchange.along_answer = (int(answer[2]), int(answer[3]), entry)
         return current
 
 
@@ -99,7 +103,7 @@ class _Exchange:
 
     along: _Along | None
     window: tuple[int, float] | None = None
-    along_answer: tuple[int, int] | None = None
+    along_answer: tuple[int, int, bytes | None] | None = None
 
 
 _exchange: ContextVar[_Exchange | None] = ContextVar("limit_exchange", default=None)
@@ -140,7 +144,7 @@ def spend_minute(
         along = _Along(read_usage, ("read",))
     elif reserve is not None:
         args = ("reserve", reserve.n, reserve.limit, reserve.ttl, reserve.credits, per_minute,
-                reserve.member)  # fmt: skip
+                reserve.member, reserve.journal or "")  # fmt: skip
         along = _Along(reserve.hash_key, args)
     exchange = _Exchange(along)
     token = _exchange.set(exchange)
@@ -160,9 +164,9 @@ def spend_minute(
     if answer is None or answer[0] == quota.UNKNOWN:
         pass
     elif read_usage is not None:
-        usage = answer
+        usage = answer[:2]
     else:
-        reservation = reserve.answer(answer[0] == 1, answer[1])
+        reservation = reserve.answer(answer[0] == 1, answer[1], answer[2])
     return MinuteWindow(allowed, per_minute, remaining, reset_at, usage, reservation)
 
 

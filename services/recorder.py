@@ -14,7 +14,8 @@ own commit, through the same code.
 A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost
 with a database that crashes before it reached the disk. So nothing is answered before the
 run's rows are in the **journal**: a Redis stream (``runs:journal``) that ``record`` appends
-them to in one round trip before it returns. A batch is committed durably (the commit
+them to in one round trip before it returns, or that the run's reservation added them to
+(a run admitted after it ran, services/runs.py: ``journaled`` then buffers them). A batch is committed durably (the commit
 waits for the WAL flush) and only then are its entries deleted; an entry still there after
 ``RUN_JOURNAL_GRACE_SECONDS`` (its process died, or the database was down) is written by
 the maintenance of any worker (``replay_journal``), which inserts nothing twice: a run's
@@ -78,7 +79,7 @@ return entry
 class RunJournal:
     """The Redis stream of runs answered but not yet known to be in the database."""
 
-    STREAM = "runs:journal"
+    STREAM = quota.JOURNAL
 
     def __init__(self, client):
         self.client = client
@@ -88,7 +89,7 @@ class RunJournal:
     def append(self, rows: list[tuple[Table, dict]], in_flight: str = "") -> str:
         """Add one run's rows, and take its reservation out of the in-flight set
         (``in_flight``: its member there); returns the entry's id. Raises Redis's errors."""
-        payload = _encode([[table.name, row] for table, row in rows])
+        payload = self.payload(rows)
         keys = (self.STREAM, quota.INFLIGHT)
         try:
             entry = self._connections.execute("EVALSHA", self._append.sha, 2, *keys, payload,
@@ -96,6 +97,11 @@ class RunJournal:
         except redis.exceptions.NoScriptError:  # Redis restarted: the client loads it again
             entry = self._append(keys=keys, args=[payload, in_flight])
         return entry.decode()
+
+    @staticmethod
+    def payload(rows: list[tuple[Table, dict]]) -> bytes:
+        """One run's rows as its journal entry holds them."""
+        return _encode([[table.name, row] for table, row in rows])
 
     def forget(self, entries: list[str]) -> None:
         if entries:
@@ -132,7 +138,7 @@ class RunRecorder:
         written) before this returns, so before the run is answered. ``in_flight``: its
         reservation's member in the in-flight set, taken out with the same call. Raises
         Redis's or SQLAlchemy's errors when it can be neither (the API answers 503)."""
-        rows = [(_RUNS, run)] if ledger is None else [(_RUNS, run), (_LEDGER, ledger)]
+        rows = run_rows(run, ledger)
         if self.journal is None:
             _write_in_session(rows)
             return
@@ -142,6 +148,11 @@ class RunRecorder:
             log.warning("run journal unreachable (%s): run %s written at once", error, run["id"])
             _write(db.engine, rows)
             return
+        self.journaled(entry, rows)
+
+    def journaled(self, entry: str, rows: list[tuple[Table, dict]]) -> None:
+        """Write a run's ``rows``, already in the journal as ``entry``, with the next batch
+        (the reservation of a run admitted after it ran journals them: services/runs.py)."""
         with self._lock:
             if self._buffered >= _MAX_BUFFERED:
                 # The database has been down a long while: the journal holds these rows.
@@ -241,7 +252,9 @@ class RunRecorder:
         return 0
 
     def _ensure_thread(self) -> None:
-        if self._thread is not None and self._pid == os.getpid() and self._thread.is_alive():
+        # The thread ends only with its process (``_loop`` never raises): a thread started
+        # by this process is still there.
+        if self._thread is not None and self._pid == os.getpid():
             return
         with self._lock:
             if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
@@ -256,6 +269,12 @@ class RunRecorder:
         while True:
             time.sleep(self.delay)
             self._flush_if_due()
+
+
+def run_rows(run: dict, ledger: dict | None = None) -> list[tuple[Table, dict]]:
+    """A run's rows as the recorder takes them: its ``runs`` row, and its ledger row when it
+    was charged."""
+    return [(_RUNS, run)] if ledger is None else [(_RUNS, run), (_LEDGER, ledger)]
 
 
 def _write_in_session(rows: list[tuple[Table, dict]]) -> None:

@@ -26,7 +26,7 @@ from models.base import new_uuid
 from services import clock, quota, tool_files, usage
 from services.keys import KeyContext
 from services.quota import Reservation
-from services.recorder import recorder
+from services.recorder import RunJournal, recorder, run_rows
 
 log = logging.getLogger(__name__)
 
@@ -66,19 +66,26 @@ def reserve_only(context: KeyContext, reserve: quota.Request | None) -> Reservat
     if reserve is None:
         return None
     return quota.store().reserve(
-        reserve.key_id, reserve.limit, reserve.n, reserve.moment, reserve.credits, reserve.run_id
-    )
+        reserve.key_id, reserve.limit, reserve.n, reserve.moment, reserve.credits,
+        reserve.run_id, reserve.journal,
+    )  # fmt: skip
 
 
 def _reserve(
-    context: KeyContext, moment: datetime, credits: int, admit: Admit, run_id: str | None = None
+    context: KeyContext,
+    moment: datetime,
+    credits: int,
+    admit: Admit,
+    run_id: str | None = None,
+    journal: bytes | None = None,
 ) -> Reservation | None:
     """Reserve one call (QuotaExceeded); for an inline run, ``run_id`` keeps the reservation
-    in flight until the run is journaled or released (services/quota.py)."""
+    in flight until the run is journaled or released (services/quota.py), and ``journal``
+    (a run that has run: its rows) journals them with the reservation instead."""
     request = (
         None
         if context.sandbox
-        else quota.Request(context.key_id, context.daily_quota, 1, moment, credits, run_id)
+        else quota.Request(context.key_id, context.daily_quota, 1, moment, credits, run_id, journal)
     )
     reservation = admit(context, request)
     if reservation is not None and not reservation.granted:
@@ -130,27 +137,41 @@ _NOT_A_STEP = {"workflow_id": None, "workflow_run_id": None, "step_id": None, "n
 
 
 def run_inline(
-    context: KeyContext, tool: Tool, inputs: dict, *, admit: Admit = reserve_only
+    context: KeyContext,
+    tool: Tool,
+    inputs: dict,
+    *,
+    admit: Admit = reserve_only,
+    admit_after_run: bool = False,
 ) -> RunResult:
-    """Run a light tool in the request. Raises QuotaExceeded or RunFailed."""
+    """Run a light tool in the request. Raises QuotaExceeded or RunFailed.
+
+    Admitted first, then run, then journaled: two Redis round trips. ``admit_after_run``
+    (the caller saw room under the key's limits: blueprints/api/pipeline.py) runs it first
+    and journals its rows with the admission, in one round trip where the run journal and
+    the key's reservation live in the same Redis; a refused run's work is then lost, which
+    is why it is only done with room to spare. Either way the call is counted and the rows
+    journaled in one atomic step, or neither."""
     moment = clock.now()
-    guessed_credits = 0 if usage.likely_free(context) else tool.credits
-    run_id = new_uuid()
-    reservation = _reserve(context, moment, guessed_credits, admit, run_id)
     run = InlineRun(
-        run_id, context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
+        new_uuid(), context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
         created_at=moment, started_at=moment,
     )  # fmt: skip
+    if (
+        admit_after_run
+        and not tool.makes_files  # a refused run would leave its files behind
+        and not context.sandbox
+        and not usage.likely_free(context)
+        and recorder().journal is not None
+    ):
+        return _run_then_admit(context, tool, inputs, run, admit)
+    guessed_credits = 0 if usage.likely_free(context) else tool.credits
+    reservation = _reserve(context, moment, guessed_credits, admit, run.id)
     started = time.perf_counter()
     try:
         output = tool.sample_output() if context.sandbox else _run_engine(tool, inputs, run)
     except Exception as error:
-        if reservation is not None:
-            quota.store().release(context.key_id, 1, reservation.day, guessed_credits, run_id)
-        kind, message, retry_after = _classify(error)
-        _finish(run, started, "failed", error=_error(kind, message, retry_after))
-        recorder().record(run.row())
-        raise RunFailed(run, kind, message, retry_after) from error
+        raise _failed(context, run, started, error, reservation, guessed_credits) from error
     _finish(run, started, "succeeded", output=output)
     if reservation is None:
         recorder().record(run.row())
@@ -169,10 +190,55 @@ def run_inline(
         context.account_id, context.key_id, tool.slug, run.id, run.credits, free, moment
     )
     in_flight = quota.inflight_member(
-        run_id, quota.usage_key(context.key_id, reservation.day), 1, guessed_credits
+        run.id, quota.usage_key(context.key_id, reservation.day), 1, guessed_credits
     )
     recorder().record(run.row(), ledger, in_flight=in_flight)
     return RunResult(run, reservation)
+
+
+def _run_then_admit(
+    context: KeyContext, tool: Tool, inputs: dict, run: InlineRun, admit: Admit
+) -> RunResult:
+    """``run_inline`` run first: its rows go to the journal with its reservation."""
+    started = time.perf_counter()
+    try:
+        output = _run_engine(tool, inputs, run)
+    except Exception as error:
+        # A failed run is not counted, but is answered as one admitted first would be:
+        # the key's limits (429) before the failure.
+        reservation = _reserve(context, run.created_at, tool.credits, admit, run.id)
+        raise _failed(context, run, started, error, reservation, tool.credits) from error
+    _finish(run, started, "succeeded", output=output)
+    run.credits = credits_for(tool, output)
+    ledger = usage.ledger_row(
+        context.account_id, context.key_id, tool.slug, run.id, run.credits, False, run.created_at
+    )
+    rows = run_rows(run.row(), ledger)
+    reservation = _reserve(
+        context, run.created_at, run.credits, admit, journal=RunJournal.payload(rows)
+    )
+    if reservation.entry is not None:
+        recorder().journaled(reservation.entry, rows)
+    else:  # a quota store that journals nothing (none does today): journal on its own
+        recorder().record(*(row for _, row in rows))
+    return RunResult(run, reservation)
+
+
+def _failed(
+    context: KeyContext,
+    run: InlineRun,
+    started: float,
+    error: Exception,
+    reservation: Reservation | None,
+    credits: int,
+) -> RunFailed:
+    """Give an inline run's reservation back and record it as failed; the error to raise."""
+    if reservation is not None:
+        quota.store().release(context.key_id, 1, reservation.day, credits, run.id)
+    kind, message, retry_after = _classify(error)
+    _finish(run, started, "failed", error=_error(kind, message, retry_after))
+    recorder().record(run.row())
+    return RunFailed(run, kind, message, retry_after)
 
 
 # --- queued runs ------------------------------------------------------------------------

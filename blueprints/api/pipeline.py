@@ -89,6 +89,7 @@ def _spend_limit(
         context.key_hash, context.per_minute, read_usage=usage_hash, reserve=reserve
     )
     state.minute_window = window
+    _note_headroom(context.key_id, window.remaining if window.allowed else 0, window.reset_at)
     if read_usage:
         state.day_usage = (
             quota.Usage(clock.utc_day(now), *window.usage)
@@ -120,11 +121,50 @@ def admit_run(context: KeyContext, reserve: quota.Request | None) -> quota.Reser
     """A run's admission: the deferred per-minute hit (429) and the day's quota
     reservation ``reserve`` (None for sandbox keys), in one Redis round trip where the
     limiter's storage allows. Returns the reservation (None without one)."""
+    reservation = None
     if g._get_current_object().get("limit_pending"):
-        window = _spend_limit(context, reserve=reserve)
-        if window.reservation is not None:
-            return window.reservation
-    return runs.reserve_only(context, reserve)
+        reservation = _spend_limit(context, reserve=reserve).reservation
+    if reservation is None:
+        reservation = runs.reserve_only(context, reserve)
+    if reservation is not None:
+        _note_headroom(context.key_id, day=reservation.remaining)
+    return reservation
+
+
+# Per process: how much room each key's last admission here left, as (requests left in its
+# minute, when that minute ends, calls left today or None). An inline run is run before
+# its admission (one Redis round trip instead of two: services/runs.py) only while both
+# leave more than ``_HEADROOM``; near a limit it is admitted first, so that a refused call
+# costs no work.
+_headroom: dict[str, tuple[int, float, int | None]] = {}
+_HEADROOM = 32
+_HEADROOM_KEYS = 10_000
+_KEEP = object()
+
+
+def _note_headroom(key_id: str, minute: int | None = None, reset_at: float = 0.0, day=_KEEP):
+    seen = _headroom.get(key_id)
+    if minute is None:
+        if seen is None:
+            return
+        minute, reset_at = seen[0], seen[1]
+    if day is _KEEP:
+        day = seen[2] if seen is not None else None
+    if len(_headroom) >= _HEADROOM_KEYS and key_id not in _headroom:
+        _headroom.clear()
+    _headroom[key_id] = (minute, reset_at, day)
+
+
+def likely_admitted(context: KeyContext) -> bool:
+    """Whether this key's last admission in this process left room to spare under its
+    per-minute limit (or that minute is over) and its daily quota."""
+    seen = _headroom.get(context.key_id)
+    if seen is None:
+        return False
+    minute, reset_at, day = seen
+    if day is None or day <= _HEADROOM:
+        return False
+    return minute > _HEADROOM or (time.time() >= reset_at and context.per_minute > _HEADROOM)
 
 
 def current_key() -> KeyContext:

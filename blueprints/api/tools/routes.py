@@ -18,6 +18,7 @@ from blueprints.api.pipeline import (
     authenticate,
     cancel_or_409,
     current_key,
+    likely_admitted,
     parse_json,
     parse_prefer,
     read_body,
@@ -169,7 +170,10 @@ def run_tool_request(tool: Tool, inputs: dict):
 
 def _inline(tool: Tool, inputs: dict) -> dict:
     try:
-        result = runs.run_inline(current_key(), tool, inputs, admit=admit_run)
+        context = current_key()
+        result = runs.run_inline(
+            context, tool, inputs, admit=admit_run, admit_after_run=likely_admitted(context)
+        )
     except RunFailed as failed:
         db.session.commit()
         raise _run_problem(failed.run.id, failed.run.error) from None
