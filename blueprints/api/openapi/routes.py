@@ -1,4 +1,5 @@
 import json
+import re
 
 import yaml
 from flask import Response, current_app, request
@@ -10,7 +11,47 @@ from blueprints.api.openapi.postman import example_folder, openapi_to_postman
 from blueprints.api.tools.openapi import DISPATCH_PATH, category_examples
 
 TOOLS_BY_CATEGORY = "Tools by category"
-YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class OpenApiDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    """libyaml's emitter (the pure-Python one takes seconds over hundreds of tool schemas) with
+    a resolver that also knows what YAML 1.2 parsers (js-yaml in Swagger UI and Redocly,
+    ruamel.yaml) and the whole YAML 1.1 spec read as something other than a string, so such
+    strings are quoted and every parser reads the JSON document back."""
+
+
+# Added after PyYAML's YAML 1.1 resolvers, which still decide for ints, floats and booleans.
+_NOT_A_STRING = {
+    # YAML 1.1 booleans PyYAML leaves out.
+    "tag:yaml.org,2002:bool": (r"^(?:y|Y|n|N)$", "yYnN"),
+    # YAML 1.2 core (and js-yaml, ruamel.yaml) numbers: leading zeros ("004817"), 0o/0b/0x,
+    # exponents without a dot or a sign ("1e5"), a signed leading dot, `_` separators.
+    "tag:yaml.org,2002:float": (
+        r"""^[-+]?(?:0[oObBxX][0-9a-fA-F_]+
+        |[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9_]+)?
+        |\.[0-9_]+(?:[eE][-+]?[0-9_]+)?)$""",
+        "-+0123456789.",
+    ),
+}
+for _tag, (_pattern, _first) in _NOT_A_STRING.items():
+    OpenApiDumper.add_implicit_resolver(_tag, re.compile(_pattern, re.X), list(_first))
+
+# Line breaks in YAML 1.1 but not in 1.2: only escapes (`\N`, `\L`, `\P`) read alike.
+_NEL_LS_PS = re.compile("[\x85\u2028\u2029]")
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = '"' if _NEL_LS_PS.search(data) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+OpenApiDumper.add_representer(str, _represent_str)
+
+
+def to_yaml(document: dict) -> str:
+    """`document` as YAML that YAML 1.1 and 1.2 parsers both read back exactly."""
+    return yaml.dump(document, Dumper=OpenApiDumper, sort_keys=False, allow_unicode=True)
+
 
 blp = Blueprint("openapi", __name__, url_prefix="/v1", description="Machine-readable descriptions.")
 
@@ -32,11 +73,7 @@ class OpenApiYaml(MethodView):
     )
     def get(self):
         """The OpenAPI document as YAML."""
-        # libyaml's dumper: the pure-Python one takes seconds over hundreds of tool schemas.
-        text = yaml.dump(
-            openapi_document(), Dumper=YAML_DUMPER, sort_keys=False, allow_unicode=True
-        )
-        return Response(text, mimetype="application/yaml")
+        return Response(to_yaml(openapi_document()), mimetype="application/yaml")
 
 
 @blp.route("/openapi/postman")
