@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,59 @@ RESERVED_FIELDS = frozenset({"slug", "input"})
 MAX_TEXT_LENGTH = 100_000
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# The keywords of the JSON Schema 2020-12 vocabularies, by vocabulary: with EXTENSIONS, the
+# only keys a tool's or a workflow's schema may hold (the meta-schema allows any other).
+KEYWORDS = frozenset(
+    {
+        # core
+        "$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary",
+        "$comment", "$defs",
+        # applicator
+        "prefixItems", "items", "contains", "additionalProperties", "properties",
+        "patternProperties", "dependentSchemas", "propertyNames", "if", "then", "else", "allOf",
+        "anyOf", "oneOf", "not",
+        # unevaluated
+        "unevaluatedItems", "unevaluatedProperties",
+        # validation
+        "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+        "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+        "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+        "dependentRequired",
+        # meta-data
+        "title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples",
+        # format-annotation
+        "format",
+        # content
+        "contentEncoding", "contentMediaType", "contentSchema",
+    }
+)  # fmt: skip
+# Keywords whose value is a schema, a list of schemas, or names mapped to schemas; the values
+# of the others (``const``, ``enum``, ``default``, ``examples``...) are data.
+_SUBSCHEMA = frozenset(
+    {
+        "items", "contains", "additionalProperties", "propertyNames", "if", "then", "else", "not",
+        "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+    }
+)  # fmt: skip
+_SUBSCHEMA_LISTS = frozenset({"prefixItems", "allOf", "anyOf", "oneOf"})
+_SUBSCHEMA_MAPS = frozenset({"$defs", "properties", "patternProperties", "dependentSchemas"})
+# The project's own keywords and what their values must be. ``x-accept``: the media types a
+# file field takes when there are several (catalogue/tool.py, the workflow loader).
+_EXTENSIONS = Draft202012Validator(
+    {
+        "dependentRequired": {"x-accept": ["contentMediaType"]},
+        "properties": {
+            "x-accept": {
+                "type": "array",
+                "minItems": 1,
+                "uniqueItems": True,
+                "items": {"type": "string", "pattern": r"^[a-z]+/[^\s/]+$"},
+            },
+        },
+    }
+)
+EXTENSIONS = frozenset(_EXTENSIONS.schema["properties"])
 
 # The shape of one record; the checks that need more than a schema follow in _check_tool.
 _RECORD_VALIDATOR = Draft202012Validator(
@@ -180,20 +234,61 @@ def _check_record(record: Any, category: str) -> list[str]:
         problems.append(
             f"unknown category '{category}' (the folder name): use one of {', '.join(CATEGORIES)}."
         )
-    schemas_valid = True
-    for key in ("inputs", "output"):
-        try:
-            Draft202012Validator.check_schema(record[key])
-        except SchemaError as error:
-            schemas_valid = False
-            where = ".".join(str(p) for p in error.absolute_path)
-            problems.append(f"{key} is not a valid JSON Schema ({where}): {error.message}")
+    found = [p for key in ("inputs", "output") for p in schema_problems(record[key], key)]
+    schemas_valid = not found
+    problems.extend(found)
     problems.extend(_check_engine(record))
     if schemas_valid:
         problems.extend(_check_inputs(record["inputs"], record["primary"]))
         problems.extend(_check_output(record["output"]))
         problems.extend(_check_examples(record))
     return problems
+
+
+def schema_problems(schema: Any, name: str) -> list[str]:
+    """Problems of the JSON Schema ``name``: the 2020-12 meta-schema's first, then every key
+    that is no keyword (a description cut at a comma in a YAML flow mapping leaves one, which
+    the meta-schema allows), each at its JSON pointer."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        where = _at(_pointer("", error.absolute_path))
+        return [f"{name} is not a valid JSON Schema {where}: {error.message}"]
+    return list(_keyword_problems(schema, "", name))
+
+
+def _keyword_problems(schema: Any, pointer: str, name: str) -> Iterator[str]:
+    if not isinstance(schema, dict):
+        return  # true or false
+    for error in _EXTENSIONS.iter_errors(schema):
+        where = _at(_pointer(pointer, error.absolute_path))
+        yield f"{name} has an invalid extension {where}: {error.message}"
+    for key, value in schema.items():
+        at = _pointer(pointer, [key])
+        if key in _SUBSCHEMA:
+            yield from _keyword_problems(value, at, name)
+        elif key in _SUBSCHEMA_LISTS:
+            for index, item in enumerate(value):
+                yield from _keyword_problems(item, _pointer(at, [index]), name)
+        elif key in _SUBSCHEMA_MAPS:
+            for field, item in value.items():
+                yield from _keyword_problems(item, _pointer(at, [field]), name)
+        elif key not in KEYWORDS and key not in EXTENSIONS:
+            yield (
+                f"{name} has an unknown keyword {_at(at)}, neither JSON Schema 2020-12 nor "
+                f"{', '.join(sorted(EXTENSIONS))} (a description cut at a comma by a YAML flow "
+                "mapping? Quote it)."
+            )
+
+
+def _at(pointer: str) -> str:
+    return f"at '{pointer}'" if pointer else "at the top"
+
+
+def _pointer(base: str, parts: Any) -> str:
+    """``base`` followed by ``parts`` as a JSON pointer (RFC 6901)."""
+    escaped = (str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+    return base + "".join(f"/{part}" for part in escaped)
 
 
 def _check_engine(record: dict[str, Any]) -> list[str]:

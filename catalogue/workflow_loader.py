@@ -1,7 +1,8 @@
 """Read ``catalogue/workflows/*.yaml`` (one workflow a file) and check each against the tools.
 
 A workflow is refused, naming its file, when its id is not URL-safe, reserved, repeated or
-not its file's name; its input schema is not a bounded string schema its example fits; a
+not its file's name; its input schema is not a valid JSON Schema of known keywords
+(catalogue.loader.schema_problems), or not a bounded string schema its example fits; a
 step names an unknown tool, an unknown or missing field, or a pointer to nothing (the
 input, or a field of another step's output as that tool's output schema declares it); the
 steps form a cycle; a step's output goes nowhere; or a mapped value cannot fit its field:
@@ -20,7 +21,6 @@ from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from catalogue.loader import (
     MAX_TEXT_LENGTH,
@@ -28,6 +28,7 @@ from catalogue.loader import (
     SLUG_RE,
     CatalogueError,
     load_catalogue,
+    schema_problems,
 )
 from catalogue.tool import MAX_FILE_CHARS, Catalogue
 from catalogue.workflow import (
@@ -194,10 +195,9 @@ def _check_id(workflow_id: str, stem: str) -> list[str]:
 
 
 def _check_input(schema: dict, example: str) -> list[str]:
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as error:
-        return [f"input is not a valid JSON Schema: {error.message}"]
+    problems = schema_problems(schema, "input")
+    if problems:
+        return problems
     if schema.get("type") != "string":
         return ["input must be a string schema (the workflow input is one string)."]
     most = MAX_FILE_CHARS if "contentMediaType" in schema else MAX_TEXT_LENGTH

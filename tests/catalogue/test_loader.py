@@ -2,11 +2,18 @@
 
 import copy
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 import yaml
+from jsonschema import Draft202012Validator
+from jsonschema_specifications import REGISTRY
 
+import catalogue.loader as loader
+from app import create_app
 from catalogue import CATEGORIES, CatalogueError, load_catalogue
+from catalogue.loader import DEFAULT_DIRECTORY, KEYWORDS
+from tests.conftest import app_config
 
 # The smallest record the loader accepts; the cases below break it one way at a time.
 VALID = {
@@ -166,8 +173,8 @@ def _primary_not_required() -> dict:
         (record(engine="seo.headings"), "sample-tool: params do not suit engine seo.headings: "
          "'max_h1_chars' is a required property"),
         (_primary_not_required(), "sample-tool: inputs.required must be exactly ['text']."),
-        (_invalid_schema(), "sample-tool: inputs is not a valid JSON Schema "
-         "(properties.text.type): 'text' is not valid under any of the given schemas"),
+        (_invalid_schema(), "sample-tool: inputs is not a valid JSON Schema at "
+         "'/properties/text/type': 'text' is not valid under any of the given schemas"),
         (_bad_example_output(), "sample-tool: example 1 output does not match output (words): "
          "'two' is not of type 'integer'"),
         (record(examples=[]), "sample-tool: examples: [] should be non-empty"),
@@ -254,4 +261,103 @@ def test_a_tool_file_outside_a_category_folder_is_refused(tmp_path):
     (tmp_path / "seo.yaml").write_text(yaml.safe_dump([VALID]), encoding="utf-8")
     assert problems_of(str(tmp_path)) == [
         "seo.yaml: tool files belong in a category folder (<category>/seo.yaml)."
+    ]
+
+
+UNKNOWN = (
+    "neither JSON Schema 2020-12 nor x-accept (a description cut at a comma by a YAML flow "
+    "mapping? Quote it)."
+)
+
+
+def _with_output(name: str, spec: dict) -> dict:
+    broken = record()
+    broken["output"]["properties"][name] = spec
+    return broken
+
+
+def _output_required_not_a_list() -> dict:
+    broken = record()
+    broken["output"]["required"] = "words"
+    return broken
+
+
+FILE = {"type": "string", "contentMediaType": "image/*", "maxLength": 1000, "default": ""}
+
+
+@pytest.mark.parametrize(
+    "broken, problem",
+    [
+        (_with_input("size", {"type": "string", "maxLength": 10, "default": "",
+                              "description": "Readable in powers of 1024 (KiB", "MiB...).": None}),
+         f"inputs has an unknown keyword at '/properties/size/MiB...).', {UNKNOWN}"),
+        (_with_output("sizes", {"type": "array", "items": {"anyOf": [
+            {"type": "string"}, {"type": "null", "description": "For /31", "/32 ~": None}
+         ]}}),
+         f"output has an unknown keyword at '/properties/sizes/items/anyOf/1/~132 ~0', {UNKNOWN}"),
+        (_with_input("level", {"type": "integer", "default": 1, "x-widget": "slider"}),
+         f"inputs has an unknown keyword at '/properties/level/x-widget', {UNKNOWN}"),
+        (_with_output("old", {"type": "object", "definitions": {"part": {"type": "string"}}}),
+         f"output has an unknown keyword at '/properties/old/definitions', {UNKNOWN}"),
+        (_with_input("note", {"type": "string", "maxLength": 10, "default": "",
+                              "x-accept": ["text/plain"]}),
+         "inputs has an invalid extension at '/properties/note': 'contentMediaType' is a "
+         "dependency of 'x-accept'"),
+        (_with_input("picture", {**FILE, "x-accept": "image/png"}),
+         "inputs has an invalid extension at '/properties/picture/x-accept': 'image/png' is not "
+         "of type 'array'"),
+        (_with_input("picture", {**FILE, "x-accept": ["image/png", "PNG files"]}),
+         "inputs has an invalid extension at '/properties/picture/x-accept/1': 'PNG files' does "
+         "not match '^[a-z]+/[^\\\\s/]+$'"),
+        (_output_required_not_a_list(),
+         "output is not a valid JSON Schema at '/required': 'words' is not of type 'array'"),
+    ],
+    ids=[
+        "cut-description", "cut-description-deep-escaped", "unknown-extension",
+        "older-draft-keyword", "x-accept-without-media-type", "x-accept-not-a-list",
+        "x-accept-not-media-types", "fails-the-meta-schema",
+    ],
+)  # fmt: skip
+def test_a_schema_with_a_bad_keyword_is_refused_naming_where(tmp_path, broken, problem):
+    assert problems_of(write(tmp_path, [broken])) == [
+        f"writing-analysis/tools.yaml: sample-tool: {problem}"
+    ]
+
+
+def test_extensions_names_and_data_that_look_like_keywords_are_accepted(tmp_path):
+    accepting = _with_input("picture", {**FILE, "x-accept": ["image/png", "image/jpeg"]})
+    accepting["output"]["properties"]["parts"] = {
+        "type": "object",
+        "properties": {"MiB...).": {"type": "integer"}, "description": {"type": "string"}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "default": {"MiB...).": 1, "x-widget": "slider"},
+        "examples": [{"Column 2...": None}],
+        "enum": [{"MiB...).": 1}, {"x-widget": "slider", "MiB...).": 1}],
+    }
+    tool = load_catalogue(write(tmp_path, [accepting])).get("sample-tool")
+    assert tool.binary_inputs == {"picture": ("image/png", "image/jpeg")}
+
+
+def test_the_keywords_are_those_of_the_2020_12_vocabularies():
+    meta = Draft202012Validator.META_SCHEMA
+    vocabularies = [REGISTRY.contents(urljoin(meta["$id"], part["$ref"])) for part in meta["allOf"]]
+    assert {keyword for vocabulary in vocabularies for keyword in vocabulary["properties"]} == (
+        KEYWORDS
+    )
+
+
+def test_a_real_tool_file_with_a_cut_description_refuses_start_up(tmp_path, monkeypatch):
+    real = (DEFAULT_DIRECTORY / "code-helpers" / "converters.yaml").read_text(encoding="utf-8")
+    quoted = 'description: "Readable in powers of 1024 (KiB, MiB...)."'
+    assert real.count(quoted) == 1
+    (tmp_path / "code-helpers").mkdir()
+    (tmp_path / "code-helpers" / "converters.yaml").write_text(
+        real.replace(quoted, quoted.replace('"', "")), encoding="utf-8"
+    )
+    monkeypatch.setattr(loader, "_load_default", lambda: loader._load(tmp_path))
+    with pytest.raises(CatalogueError) as refused:
+        create_app(app_config(SQLALCHEMY_DATABASE_URI="sqlite://", REDIS_URL=None))
+    assert refused.value.problems == [
+        "code-helpers/converters.yaml: byte-size-converter: output has an unknown keyword at "
+        f"'/properties/binary/MiB...).', {UNKNOWN}"
     ]

@@ -238,6 +238,8 @@ def test_files_and_text_do_not_mix(tmp_path):
         (("example: Composting at home", "example: ''"), "example: '' should be non-empty"),
         (("maxLength: 300", "maxLength: 2000"), "may be longer than the field's 1000 characters"),
         (("input: {type: string, ", "input: {type: integer, "), "input must be a string schema"),
+        (("description: The topic.}", "description: The topic, in a few words.}"),
+         "input has an unknown keyword at '/in a few words.'"),
         (("  thread: {from: /steps/thread/output/tweets}", "  p: {from: /steps/post/output/text}"),
          "step thread's output is used by no step and not in the output."),
         (("    topic: {from: /input}", "    tone: friendly"), "field 'topic' is not mapped."),
