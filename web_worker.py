@@ -16,8 +16,11 @@ What this class adds to gunicorn's ``gevent`` worker:
 - **A bound on how long a client may take to send a request.** gunicorn's own bounds only
   the request line and headers (``--keep-alive`` seconds, 2 by default, counted from the
   connection's start even once bytes are flowing), never the body, which the app reads as
-  it goes. Here a connection that has sent no byte of its next request is closed after
-  ``--keep-alive`` seconds (as gunicorn does); once a request's first byte has come, its
+  it goes. Here a new connection that has sent no byte of its first request within
+  ``FIRST_REQUEST_IDLE`` seconds (2, or ``--keep-alive`` if shorter) is closed, and a
+  connection that has sent no byte of its next request after ``--keep-alive`` seconds (the
+  Procfile: 65, longer than the idle timeouts of common clients and routers, so that a
+  client reusing a connection never races its close); once a request's first byte has come, its
   headers and whole body must have arrived within ``WEB_REQUEST_TIMEOUT`` seconds (default
   20), else the client is answered ``408`` and the connection closed. The body is read
   (into memory, or a spooled temporary file past 1 MiB) before the app is called, so the
@@ -67,6 +70,9 @@ DEFAULT_MAX_BODY = 25 * 1024 * 1024
 # A body up to this size stays in memory; a larger one goes to a temporary file.
 SPOOL_IN_MEMORY = 1024 * 1024
 READ_SIZE = 64 * 1024
+# How long a new connection may wait before its first request begins (a client or router
+# that opens one sends at once; idle connections cost a slot of ``--worker-connections``).
+FIRST_REQUEST_IDLE = 2.0
 
 
 def request_timeout() -> float:
@@ -91,7 +97,7 @@ class _ClientSocket:
     """The client's socket, telling the request's timer when the first bytes of a request
     arrive. Everything but ``recv`` goes straight to the socket."""
 
-    __slots__ = ("_sock", "sendall", "timer", "deadline")
+    __slots__ = ("_sock", "sendall", "timer", "deadline", "requests")
 
     def __init__(self, sock):
         self._sock = sock
@@ -99,6 +105,7 @@ class _ClientSocket:
         self.timer: _RequestTimer | None = None
         # When the request being read must have fully arrived (monotonic clock).
         self.deadline = 0.0
+        self.requests = 0  # requests read on this connection so far
 
     def recv(self, size: int, *flags) -> bytes:
         data = self._sock.recv(size, *flags)
@@ -219,7 +226,10 @@ class BufferedGeventWorker(GeventWorker):
 
     def timeout_ctx(self):
         # gunicorn enters it around each wait for a request line and headers.
-        return _RequestTimer(self._connection.sock, self.cfg.keepalive, self.request_timeout)
+        sock, idle = self._connection.sock, self.cfg.keepalive
+        if not getattr(sock, "requests", 1):
+            idle = min(idle, FIRST_REQUEST_IDLE)
+        return _RequestTimer(sock, idle, self.request_timeout)
 
     def max_body(self) -> int:
         """The app's ``MAX_CONTENT_LENGTH`` (bodies larger than that are refused anyway)."""
@@ -229,6 +239,8 @@ class BufferedGeventWorker(GeventWorker):
         return self._max_body
 
     def handle_request(self, listener_name, req, sock, addr):
+        if isinstance(sock, _ClientSocket):
+            sock.requests += 1
         reader = getattr(req.body, "reader", None)
         length = reader.length if isinstance(reader, LengthReader) else None
         if length or isinstance(reader, ChunkedReader):
@@ -238,6 +250,12 @@ class BufferedGeventWorker(GeventWorker):
                 deadline = getattr(sock, "deadline", 0.0) or time.monotonic() + self.request_timeout
                 req.body = self._read_body(req, sock, length, deadline)
         return self._run_in_app_greenlet(listener_name, req, sock, addr)
+
+    def _base_url(self, req) -> str:
+        """This service's address as the app would write it (for a problem's type URI)."""
+        config = getattr(self.wsgi, "config", None) or {}
+        host = next((value for name, value in req.headers if name == "HOST"), "localhost")
+        return config.get("PUBLIC_BASE_URL") or f"{req.scheme}://{host}"
 
     def _read_body(self, req, sock, length: int | None, deadline: float) -> Body:
         """The whole body, read by ``deadline`` (else 408 and the connection closed)."""
@@ -258,7 +276,8 @@ class BufferedGeventWorker(GeventWorker):
                 if size > limit:  # chunked, and longer than the app takes
                     spool.close()
                     _answer_and_close(sock, 413, "payload_too_large",
-                                      f"The body is larger than {limit} bytes.")  # fmt: skip
+                                      f"The body is larger than {limit} bytes.",
+                                      self._base_url(req))  # fmt: skip
                 spool.write(chunk)
         except _Expired as error:
             if error is not expired:
@@ -269,6 +288,7 @@ class BufferedGeventWorker(GeventWorker):
             _answer_and_close(
                 sock, 408, "request_timeout",
                 f"The request was not received in full within {self.request_timeout:g} s.",
+                self._base_url(req),
             )  # fmt: skip
         finally:
             timer.close()
@@ -279,20 +299,23 @@ class BufferedGeventWorker(GeventWorker):
         return Body(spool)
 
 
-def _answer_and_close(sock, status: int, code: str, detail: str):
+def _answer_and_close(sock, status: int, code: str, detail: str, base_url: str):
     """Answer ``status`` with a problem document as the app writes them (best effort, one
     second at most), then end the connection (gunicorn closes it on StopIteration)."""
     try:
-        from blueprints.api.problems import PROBLEM_TYPE_BASE
+        from blueprints.api.problems import problem_type_uri
     except ImportError:  # another app than this project's
-        PROBLEM_TYPE_BASE = "about:blank#"
+
+        def problem_type_uri(code: str, base_url: str) -> str:
+            return "about:blank"
+
     reason = HTTPStatus(status).phrase
     document = {
         "code": code,
         "detail": detail,
         "status": status,
         "title": reason,
-        "type": PROBLEM_TYPE_BASE + code.replace("_", "-"),
+        "type": problem_type_uri(code, base_url),
     }
     body = json.dumps(document, separators=(",", ":")).encode() + b"\n"
     head = (

@@ -164,3 +164,52 @@ def test_waiting_for_queued_runs_holds_no_connection_of_others(web, make_key):
     assert latencies.failures == []
     assert max(latencies.seconds) < 1.0, sorted(latencies.seconds)[-5:]
     assert all(answer.startswith(b"HTTP/1.1 202 ") for answer in answers), answers[0][:300]
+
+
+def read_response(sock: socket.socket) -> tuple[bytes, bytes]:
+    """One HTTP/1.1 answer with a ``Content-Length``: its head and body."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {received!r}"
+        received += chunk
+    head, body = received.split(b"\r\n\r\n", 1)
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "closed mid-body"
+        body += chunk
+    return head, body
+
+
+@needs_pg
+@needs_redis
+def test_a_connection_reused_after_an_idle_pause_is_answered_on_the_same_socket(web, make_key):
+    """The keep-alive outlasts the idle times of clients and routers (65 s): a client that
+    polls every few seconds on one connection never races its close (gunicorn's default of
+    2 s closed it as a poll every 2 s reused it: ``Server disconnected``)."""
+    raw = make_key("agency", **UNLIMITED)
+    request = (
+        f"GET /v1/public/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nX-SVC-API-Key: {raw}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", web), timeout=10) as sock:
+        for pause in (0, 3.2, 2.0):
+            time.sleep(pause)
+            sock.sendall(request)
+            head, body = read_response(sock)
+            assert head.startswith(b"HTTP/1.1 200 "), head
+            assert json.loads(body)["key"]["sandbox"] is False
+
+
+@needs_pg
+@needs_redis
+def test_a_new_connection_that_sends_nothing_is_closed_soon(web):
+    """Only between requests may a connection idle that long: one that never starts its
+    first request is closed after 2 s (it holds one of the worker's connections)."""
+    started = time.monotonic()
+    assert exchange(web, b"", timeout=10) == b""
+    assert 1.5 <= time.monotonic() - started <= 2 + SLACK

@@ -2,10 +2,11 @@
 
 from http import HTTPStatus
 
-from flask import g, jsonify, request
+from flask import current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-PROBLEM_TYPE_BASE = "https://docs.svc.example/problems/"
+# Where each code's page is (blueprints/api/problem_types.py), under this service's address.
+PROBLEM_DOCS_PATH = "/docs/problems/"
 PROBLEM_JSON = "application/problem+json"
 
 # Codes for plain HTTP errors raised by Flask/werkzeug themselves.
@@ -44,9 +45,15 @@ class Problem(Exception):
         self.extensions = extensions
 
 
+def problem_type_uri(code: str, base_url: str) -> str:
+    """The page explaining ``code``, on the service at ``base_url``."""
+    return base_url.rstrip("/") + PROBLEM_DOCS_PATH + code.replace("_", "-")
+
+
 def problem_response(problem: Problem):
+    base_url = current_app.config.get("PUBLIC_BASE_URL") or request.host_url
     body = {
-        "type": PROBLEM_TYPE_BASE + problem.code.replace("_", "-"),
+        "type": problem_type_uri(problem.code, base_url),
         "title": problem.title,
         "status": problem.status,
         "detail": problem.detail,

@@ -1,5 +1,6 @@
-from flask import Blueprint, render_template, request, url_for
+from flask import Blueprint, abort, render_template, request, url_for
 
+from blueprints.api.problem_types import BY_SLUG, PROBLEM_TYPES
 from catalogue import load_catalogue
 from extensions import db, login_manager
 from models import User
@@ -38,3 +39,19 @@ def api_docs():
         openapi_url=url_for("api-docs.openapi_json"),
         brand_name="SVC",
     )
+
+
+@bp.get("/docs/problems/")
+def problems():
+    """Every problem code the API answers, with its statuses: what each problem ``type``
+    URI leads to."""
+    return render_template("site/problems.html", problems=list(PROBLEM_TYPES.values()))
+
+
+@bp.get("/docs/problems/<slug>")
+def problem(slug: str):
+    """One problem code: what it means and what to do about it."""
+    found = BY_SLUG.get(slug)
+    if found is None:
+        abort(404)
+    return render_template("site/problem.html", problem=found)
