@@ -90,3 +90,26 @@ IDEMPOTENCY_KEY_HEADER = {
     "it is a 422 [idempotency_key_reused]; while the first is in flight, a 409.",
     "schema": {"type": "string", "minLength": 1, "maxLength": 255},
 }
+
+
+def _run_links(status_operation: str, cancel_operation: str) -> dict:
+    """OpenAPI links from an answer that carries a run's ``run_id`` to the operations that
+    follow that run, by operationId (generated clients and schemathesis read them)."""
+    run_id = {"run_id": "$response.body#/run_id"}
+    return {
+        "status": {
+            "operationId": status_operation,
+            "parameters": run_id,
+            "description": "The run's record: poll it until `status` is `succeeded`, `failed` "
+            "or `canceled`.",
+        },
+        "cancel": {
+            "operationId": cancel_operation,
+            "parameters": run_id,
+            "description": "Cancel the run while it is queued or running.",
+        },
+    }
+
+
+RUN_LINKS = _run_links("getRunStatus", "cancelRun")
+WORKFLOW_RUN_LINKS = _run_links("getWorkflowRunStatus", "cancelWorkflowRun")

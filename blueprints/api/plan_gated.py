@@ -16,6 +16,7 @@ from blueprints.api.docs import (
     API_KEY_SECURITY,
     IDEMPOTENCY_KEY_HEADER,
     PREFER_HEADER,
+    RUN_LINKS,
     problem_responses,
 )
 from blueprints.api.pipeline import (
@@ -116,16 +117,21 @@ ACCEPTED = {
     "Sent when `Prefer: respond-async` is given or the wait runs out.",
     "headers": {"Location": {"schema": {"type": "string"}, "description": "Status URL."}},
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunRecord"}}},
+    "links": RUN_LINKS,
 }
 
 
 def result_schema(tool: Tool) -> dict:
-    """The 200 answer of ``tool``'s endpoint: a run result whose ``output`` is the tool's."""
+    """The 200 answer of ``tool``'s endpoint: a run result whose ``output`` is the tool's.
+
+    The ``output`` schema sits beside the ``$ref`` (an OpenAPI 3.1 schema may have both, and
+    validators apply both): in an ``allOf``, generators merge it with RunResult's open
+    ``output`` and openapi-python-client gives up on the model. Generated clients answer a
+    ``RunResult``.
+    """
     return {
-        "allOf": [
-            {"$ref": "#/components/schemas/RunResult"},
-            {"type": "object", "properties": {"output": copy.deepcopy(tool.output)}},
-        ]
+        "$ref": "#/components/schemas/RunResult",
+        "properties": {"output": copy.deepcopy(tool.output)},
     }
 
 
@@ -141,22 +147,38 @@ def result_example(tool: Tool) -> dict:
     }
 
 
-def run_operation(tool: Tool, *, uploads: bool = False) -> dict:
-    """The OpenAPI description of the POST that starts ``tool``: its body (JSON, and a form
-    when files may be uploaded), Prefer and Idempotency-Key, 202 and every refusal."""
+def body_schema(tool: Tool) -> dict:
+    """``tool``'s input schema as the body of its endpoint. A top-level ``oneOf`` of two
+    ``required`` lists (``text`` or ``book``) is said in the description instead, as
+    ``start_run(one_of=...)`` enforces it: generated clients typed such a body as ``Any``."""
     schema = copy.deepcopy(tool.inputs)
+    choices = [f"`{alternative['required'][0]}`" for alternative in schema.pop("oneOf", [])]
+    if choices:
+        schema["description"] = f"Send {' or '.join(choices)}, not both."
+    return schema
+
+
+def run_operation(tool: Tool, *, operation_id: str, uploads: bool = False) -> dict:
+    """The OpenAPI description of the POST that starts ``tool``: its body (JSON, and a form
+    when files may be uploaded), Prefer and Idempotency-Key, 200 and 202 with links to the
+    run's status and cancel, and every refusal."""
+    schema = body_schema(tool)
     content = {"application/json": {"schema": schema, "example": tool.examples[0]["input"]}}
     if uploads:
-        content["multipart/form-data"] = {
-            "schema": {
-                **schema,
-                "description": "The same fields as a form; a file field may be an upload. "
-                "Fields that are not text are sent as JSON.",
-            }
-        }
+        form = "The same fields as a form; a file field may be an upload. Fields that are not "
+        form += "text are sent as JSON."
+        if "description" in schema:
+            form = f"{schema['description']} {form}"
+        content["multipart/form-data"] = {"schema": {**schema, "description": form}}
     return {
+        "operationId": operation_id,
         "security": API_KEY_SECURITY,
         "parameters": [PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
         "requestBody": {"required": True, "content": content},
-        "responses": {"202": ACCEPTED, **problem_responses(*_ERRORS)},
+        "responses": {
+            # Keyed as flask-smorest keys the documented 200, so the links join it.
+            200: {"links": RUN_LINKS},
+            "202": ACCEPTED,
+            **problem_responses(*_ERRORS),
+        },
     }

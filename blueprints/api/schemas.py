@@ -26,6 +26,9 @@ class ProblemSchema(ma.Schema):
     limit = ma.fields.Integer()
     remaining = ma.fields.Integer()
     resets_at = ma.fields.DateTime()
+    run_id = ma.fields.UUID(
+        metadata={"description": "The run that failed, on a run's 422, 500 or 503."}
+    )
 
 
 class RunResultSchema(ma.Schema):

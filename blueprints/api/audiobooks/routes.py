@@ -52,7 +52,7 @@ class Audiobooks(MethodView):
         "wait; long books answer 202: poll `GET /audiobooks/{run_id}`).",
         example=result_example(AUDIOBOOK),
     )
-    @blp.doc(**run_operation(AUDIOBOOK, uploads=True))
+    @blp.doc(**run_operation(AUDIOBOOK, operation_id="createAudiobook", uploads=True))
     def post(self):
         """Read a text or an EPUB aloud, one audio file per chapter (Business; 5 credits each)."""
         return start_run(AUDIOBOOK, one_of=("text", "book"))
@@ -61,7 +61,11 @@ class Audiobooks(MethodView):
 @blp.route("/audiobooks/<uuid:run_id>")
 class AudiobookById(MethodView):
     @blp.response(200, AudiobookSchema)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 402, 403, 404, 429))
+    @blp.doc(
+        operationId="getAudiobook",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 402, 403, 404, 429),
+    )
     def get(self, run_id):
         """An audiobook's status, and its chapters with titles, durations and audio URLs."""
         authenticate()

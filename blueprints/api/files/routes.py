@@ -59,6 +59,7 @@ _GONE["410"]["description"] = "The file's bytes are no longer in the store [file
 @blp.route("/files/<string:file_id>")
 class FileById(MethodView):
     @blp.doc(
+        operationId="getFile",
         security=PUBLIC,
         description="The file id is an unguessable capability token, like a signed URL: "
         "anyone holding the URL may fetch the file, with no API key, so that `<img>`, "
@@ -104,7 +105,11 @@ class FileById(MethodView):
         return _file_headers(response, stored)
 
     @blp.response(204)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 429, 503))
+    @blp.doc(
+        operationId="deleteFile",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 404, 429, 503),
+    )
     def delete(self, file_id):
         """Delete a file of your account; its URL answers 404 from then on."""
         key = authenticate()

@@ -58,7 +58,7 @@ def _engines() -> dict:
 class Health(MethodView):
     @blp.response(200, HealthSchema)
     @blp.alt_response(503, schema=HealthSchema, description="A required component is down.")
-    @blp.doc(security=PUBLIC)
+    @blp.doc(operationId="getHealth", security=PUBLIC)
     def get(self):
         """Reachability of the database, Redis and the job queue, and which tools cannot run
         here (no secrets). 503 only when a required component is down."""
@@ -74,7 +74,7 @@ class Health(MethodView):
 @blp.route("/chatbot")
 class ChatbotHealth(MethodView):
     @blp.response(200, ChatbotHealthSchema)
-    @blp.doc(security=PUBLIC)
+    @blp.doc(operationId="getChatbotHealth", security=PUBLIC)
     def get(self):
         """Status of the site assistant (chatbot) component."""
         return {

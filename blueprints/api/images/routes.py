@@ -17,7 +17,7 @@ class ImagesGenerate(MethodView):
         description="The images, as files on this service.",
         example=result_example(GENERATE_IMAGES),
     )
-    @blp.doc(**run_operation(GENERATE_IMAGES))
+    @blp.doc(**run_operation(GENERATE_IMAGES, operation_id="generateImages"))
     def post(self):
         """Generate 1 to 4 images from a prompt (Creator; 5 credits per image)."""
         return start_run(GENERATE_IMAGES)

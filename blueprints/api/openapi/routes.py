@@ -63,6 +63,7 @@ def openapi_document() -> dict:
 @blp.route("/openapi.yaml")
 class OpenApiYaml(MethodView):
     @blp.doc(
+        operationId="getOpenApiYaml",
         security=PUBLIC,
         responses={
             "200": {
@@ -79,6 +80,7 @@ class OpenApiYaml(MethodView):
 @blp.route("/openapi/postman")
 class Postman(MethodView):
     @blp.doc(
+        operationId="getPostmanCollection",
         security=PUBLIC,
         responses={
             "200": {

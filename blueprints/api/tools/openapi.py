@@ -5,12 +5,19 @@
   tool's example input is a named example of that body, keyed by slug.
 - ``ToolOutput_<slug>``: the tool's output schema, with its example output.
 - ``RunOutputByTool``: ties a run's ``output`` to its ``tool``; ``RunResult`` and
-  ``RunRecord`` (the run endpoints' answers, the status and cancel answers) include it.
+  ``RunRecord`` (the run endpoints' answers, the status and cancel answers) apply it through
+  ``dependentSchemas``.
+
+The schemas are written for client generators as well as validators: each is titled after its
+tool (``AudioChannelConverterInput``, ``...Output``: generators name models by ``title``), and
+no schema mixes ``properties`` with a ``oneOf`` or a one-item ``allOf`` (openapi-python-client
+reads the first as ``Any`` and the second as an alias of the item, losing the model).
 
 ``GET /v1/tools/{slug}`` still answers each tool's schemas as data (``Tool.to_public``).
 """
 
 import copy
+import re
 
 from apispec import BasePlugin
 from apispec.ext.marshmallow.common import resolve_schema_instance
@@ -33,21 +40,33 @@ def _ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+def model_title(tool: Tool, kind: str) -> str:
+    """``AudioChannelConverterInput`` for ``audio-channel-converter``: the class name client
+    generators give the tool's ``Input`` or ``Output`` schema (they name models by title)."""
+    words = re.split(r"[^A-Za-z0-9]+", tool.slug)
+    return "".join(word[:1].upper() + word[1:] for word in words) + kind
+
+
 def dispatch_body(tool: Tool) -> dict:
-    """The dispatcher's body for one tool: ``slug`` + its fields, ``input`` as an alias."""
+    """The dispatcher's body for one tool: ``slug`` + its fields, ``input`` as an alias.
+
+    "``input`` or the primary field, not both" is said in the description only: the API
+    enforces it (``tool_inputs``), and as a ``oneOf`` of two ``required`` lists it made
+    generated clients type the whole body as ``Any``.
+    """
     inputs = copy.deepcopy(tool.inputs)
     primary = inputs["properties"][tool.primary]
     return {
         "type": "object",
-        "title": tool.name,
-        "description": f"{tool.summary} `input` is an alias for `{tool.primary}`.",
+        "title": model_title(tool, "Input"),
+        "description": f"{tool.name}: {tool.summary} Send `input` or `{tool.primary}` (`input` "
+        "is its alias), not both.",
         "properties": {
             "slug": {"const": tool.slug},
             "input": {**primary, "description": f"Alias for `{tool.primary}`."},
             **inputs["properties"],
         },
         "required": ["slug"],
-        "oneOf": [{"required": [tool.primary]}, {"required": ["input"]}],
         "additionalProperties": False,
     }
 
@@ -61,7 +80,7 @@ def output_component(tool: Tool) -> dict:
     """The tool's output schema (as ``GET /v1/tools/{slug}`` shows it) with its examples."""
     return {
         **copy.deepcopy(tool.output),
-        "title": f"{tool.name} output",
+        "title": model_title(tool, "Output"),
         "examples": [copy.deepcopy(example["output"]) for example in tool.examples],
     }
 
@@ -135,9 +154,11 @@ class ToolSchemasPlugin(BasePlugin):
         spec.components.schema(OUTPUT_BY_TOOL, component=output_by_tool(tools))
 
     def schema_helper(self, name, definition, schema=None, **kwargs):
-        """``RunResult`` and ``RunRecord`` (a subclass) include ``RunOutputByTool``."""
+        """``RunResult`` and ``RunRecord`` (a subclass) apply ``RunOutputByTool`` when
+        ``tool`` is there (always: it is required). ``dependentSchemas`` checks answers as an
+        ``allOf`` would, and generators that do not know it leave the models whole."""
         if schema is not None and isinstance(resolve_schema_instance(schema), RunResultSchema):
-            return {"allOf": [*definition.get("allOf", []), _ref(OUTPUT_BY_TOOL)]}
+            return {"dependentSchemas": {"tool": _ref(OUTPUT_BY_TOOL)}}
         return None
 
     def operation_helper(self, path=None, operations=None, **kwargs):

@@ -10,6 +10,7 @@ from blueprints.api.docs import (
     IDEMPOTENCY_KEY_HEADER,
     PREFER_HEADER,
     PUBLIC,
+    RUN_LINKS,
     problem_responses,
 )
 from blueprints.api.pipeline import (
@@ -51,6 +52,7 @@ _ACCEPTED = {
     "webhook). Sent when `Prefer: respond-async` is given or the wait runs out.",
     "headers": {"Location": {"schema": {"type": "string"}, "description": "Status URL."}},
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunRecord"}}},
+    "links": RUN_LINKS,
 }
 
 
@@ -254,7 +256,7 @@ def own_run(run_id) -> Run:
 class Tools(MethodView):
     @blp.arguments(ToolQuerySchema, location="query")
     @blp.response(200, ToolListSchema)
-    @blp.doc(security=PUBLIC, responses=problem_responses(422))
+    @blp.doc(operationId="listTools", security=PUBLIC, responses=problem_responses(422))
     def get(self, query):
         """List the tool catalogue, optionally by category or by what a plan can run."""
         tools = [tool.to_public() for tool in load_catalogue().filter(**query)]
@@ -264,15 +266,16 @@ class Tools(MethodView):
 @blp.route("/tools/<slug:slug>")
 class ToolBySlug(MethodView):
     @blp.response(200, ToolSchema)
-    @blp.doc(security=PUBLIC, responses=problem_responses(404))
+    @blp.doc(operationId="getTool", security=PUBLIC, responses=problem_responses(404))
     def get(self, slug):
         """One tool: its input and output schemas, plan, credits and availability."""
         return find_tool(slug).to_public()
 
 
-def _run_operation(body_schema: dict, example: dict) -> dict:
+def _run_operation(body_schema: dict, example: dict, *, operation_id: str) -> dict:
     """The OpenAPI description shared by both run endpoints."""
     return {
+        "operationId": operation_id,
         "security": API_KEY_SECURITY,
         "parameters": [PREFER_HEADER, IDEMPOTENCY_KEY_HEADER],
         "requestBody": {
@@ -288,7 +291,12 @@ def _run_operation(body_schema: dict, example: dict) -> dict:
                 },
             },
         },
-        "responses": {"202": _ACCEPTED, **problem_responses(*_RUN_ERRORS)},
+        "responses": {
+            # Keyed as flask-smorest keys the documented 200, so the links join it.
+            200: {"links": RUN_LINKS},
+            "202": _ACCEPTED,
+            **problem_responses(*_RUN_ERRORS),
+        },
     }
 
 
@@ -311,6 +319,7 @@ class RunBySlug(MethodView):
                 "additionalProperties": True,
             },
             {"input": "Flask is a lightweight web framework for Python."},
+            operation_id="runToolBySlug",
         )
     )
     def post(self, slug):
@@ -339,6 +348,7 @@ class RunDispatch(MethodView):
                 "additionalProperties": True,
             },
             {"slug": "keyword-extractor", "input": "Flask web framework"},
+            operation_id="runTool",
         )
     )
     def post(self):
@@ -351,7 +361,11 @@ class RunDispatch(MethodView):
 @blp.route("/tools/run/<uuid:run_id>/status")
 class RunStatus(MethodView):
     @blp.response(200, RunRecordSchema)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 429))
+    @blp.doc(
+        operationId="getRunStatus",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 404, 429),
+    )
     def get(self, run_id):
         """A tool run's status, and its output or error once it has ended."""
         authenticate()
@@ -361,7 +375,11 @@ class RunStatus(MethodView):
 @blp.route("/tools/run/<uuid:run_id>/cancel")
 class RunCancel(MethodView):
     @blp.response(200, RunRecordSchema)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 409, 429))
+    @blp.doc(
+        operationId="cancelRun",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 404, 409, 429),
+    )
     def post(self, run_id):
         """Cancel a queued or running tool run (409 once it has ended); its quota is released."""
         authenticate()

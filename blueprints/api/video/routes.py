@@ -17,7 +17,7 @@ class VideoGenerate(MethodView):
         description="The video, as a file on this service (when it was made within the wait).",
         example=result_example(GENERATE_VIDEO),
     )
-    @blp.doc(**run_operation(GENERATE_VIDEO))
+    @blp.doc(**run_operation(GENERATE_VIDEO, operation_id="generateVideo"))
     def post(self):
         """Make a narrated video from a topic or a script (Business; 10 credits)."""
         return start_run(GENERATE_VIDEO, one_of=("topic", "script"))

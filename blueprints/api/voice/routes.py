@@ -27,7 +27,7 @@ class VoiceSpeak(MethodView):
         description="The speech, as a file on this service.",
         example=result_example(SPEAK),
     )
-    @blp.doc(**run_operation(SPEAK))
+    @blp.doc(**run_operation(SPEAK, operation_id="speak"))
     def post(self):
         """Speak text in a chosen voice, format and pace (Creator; 5 credits)."""
         return start_run(SPEAK)
@@ -51,7 +51,11 @@ class Voices(MethodView):
             "count": 2,
         },
     )
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 402, 403, 429))
+    @blp.doc(
+        operationId="listVoices",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 402, 403, 429),
+    )
     def get(self):
         """The voices available here: local Piper and eSpeak NG voices, provider voices."""
         authenticate()

@@ -125,7 +125,11 @@ def _own_delivery(key: ApiKey, delivery_id) -> WebhookDelivery:
 @blp.route("")
 class Webhook(MethodView):
     @blp.response(200, WebhookSchema, example=_WEBHOOK_EXAMPLE)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 403, 429))
+    @blp.doc(
+        operationId="getWebhook",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 403, 429),
+    )
     def get(self):
         """The calling key's webhook: URL, state and the events it receives (no secret)."""
         return webhooks.describe(_calling_key())
@@ -137,6 +141,7 @@ class Webhook(MethodView):
         example={**_WEBHOOK_EXAMPLE, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
     )
     @blp.doc(
+        operationId="setWebhook",
         security=API_KEY_SECURITY,
         requestBody={
             "required": True,
@@ -174,6 +179,7 @@ class Deliveries(MethodView):
         200, DeliveryListSchema, example={"deliveries": [_DELIVERY_EXAMPLE], "next_cursor": None}
     )
     @blp.doc(
+        operationId="listWebhookDeliveries",
         security=API_KEY_SECURITY,
         parameters=[{"in": "query", "schema": DeliveryQuerySchema}],
         responses=problem_responses(401, 403, 422, 429),
@@ -201,7 +207,9 @@ class Deliveries(MethodView):
 class DeliveryById(MethodView):
     @blp.response(200, DeliverySchema, example=_DELIVERY_EXAMPLE)
     @blp.doc(
-        security=API_KEY_SECURITY, responses={**problem_responses(401, 403, 429), **_NOT_FOUND}
+        operationId="getWebhookDelivery",
+        security=API_KEY_SECURITY,
+        responses={**problem_responses(401, 403, 429), **_NOT_FOUND},
     )
     def get(self, delivery_id):
         """One delivery of the calling key, with every attempt."""
@@ -220,6 +228,7 @@ class Redeliver(MethodView):
         headers={"Location": {"schema": {"type": "string"}, "description": "The delivery."}},
     )
     @blp.doc(
+        operationId="redeliverWebhookDelivery",
         security=API_KEY_SECURITY,
         responses={**problem_responses(401, 403, 429), **_NOT_FOUND, **_CONFLICT},
     )
@@ -254,7 +263,11 @@ class WebhookTest(MethodView):
             "latency_ms": 87,
         },
     )
-    @blp.doc(security=API_KEY_SECURITY, responses={**problem_responses(401, 403, 429), **_CONFLICT})
+    @blp.doc(
+        operationId="testWebhook",
+        security=API_KEY_SECURITY,
+        responses={**problem_responses(401, 403, 429), **_CONFLICT},
+    )
     def post(self):
         """Send a `webhook.test` event to the webhook now and report how it went."""
         key = _calling_key()

@@ -18,7 +18,7 @@ class Whoami(MethodView):
     # Answered as built, already JSON-ready: the schema documents it (schemathesis checks
     # answers against it) without a marshmallow pass on this hot path.
     @blp.alt_response(200, schema=WhoamiSchema, success=True)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 429))
+    @blp.doc(operationId="whoami", security=API_KEY_SECURITY, responses=problem_responses(401, 429))
     def get(self):
         """Identify the calling key, its account, plan and today's usage (any valid key)."""
         context = authenticate(read_usage=True)

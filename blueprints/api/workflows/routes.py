@@ -2,7 +2,13 @@ from flask import current_app, jsonify, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blueprints.api.docs import API_KEY_SECURITY, IDEMPOTENCY_KEY_HEADER, PUBLIC, problem_responses
+from blueprints.api.docs import (
+    API_KEY_SECURITY,
+    IDEMPOTENCY_KEY_HEADER,
+    PUBLIC,
+    WORKFLOW_RUN_LINKS,
+    problem_responses,
+)
 from blueprints.api.pipeline import (
     admit_run,
     authenticate,
@@ -48,6 +54,7 @@ _ACCEPTED = {
     "content": {
         "application/json": {"schema": {"$ref": "#/components/schemas/WorkflowRunAccepted"}}
     },
+    "links": WORKFLOW_RUN_LINKS,
 }
 
 
@@ -167,7 +174,7 @@ def run_record(run: WorkflowRun) -> dict:
 @blp.route("/workflows")
 class Workflows(MethodView):
     @blp.response(200, WorkflowListSchema)
-    @blp.doc(security=PUBLIC)
+    @blp.doc(operationId="listWorkflows", security=PUBLIC)
     def get(self):
         """List the workflows: their steps, input and output schemas, plan and credits."""
         found = [workflow.to_public() for workflow in current_app.extensions["workflows"]]
@@ -177,7 +184,7 @@ class Workflows(MethodView):
 @blp.route("/workflows/<slug:workflow_id>")
 class WorkflowById(MethodView):
     @blp.response(200, WorkflowSchema)
-    @blp.doc(security=PUBLIC, responses=problem_responses(404))
+    @blp.doc(operationId="getWorkflow", security=PUBLIC, responses=problem_responses(404))
     def get(self, workflow_id):
         """One workflow: its steps, input and output schemas, plan and credits."""
         return find_workflow(workflow_id).to_public()
@@ -187,6 +194,7 @@ class WorkflowById(MethodView):
 class WorkflowRunStart(MethodView):
     @blp.alt_response(202, schema=WorkflowRunAcceptedSchema, success=True)
     @blp.doc(
+        operationId="startWorkflow",
         security=API_KEY_SECURITY,
         parameters=[IDEMPOTENCY_KEY_HEADER],
         requestBody={
@@ -216,7 +224,11 @@ class WorkflowRunStart(MethodView):
 @blp.route("/workflows/run/<uuid:run_id>/status")
 class WorkflowRunStatus(MethodView):
     @blp.response(200, WorkflowRunRecordSchema)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 429))
+    @blp.doc(
+        operationId="getWorkflowRunStatus",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 404, 429),
+    )
     def get(self, run_id):
         """A workflow run's status, progress, steps, and its output or error once it has ended."""
         authenticate()
@@ -226,7 +238,11 @@ class WorkflowRunStatus(MethodView):
 @blp.route("/workflows/run/<uuid:run_id>/cancel")
 class WorkflowRunCancel(MethodView):
     @blp.response(200, WorkflowRunRecordSchema)
-    @blp.doc(security=API_KEY_SECURITY, responses=problem_responses(401, 404, 409, 429))
+    @blp.doc(
+        operationId="cancelWorkflowRun",
+        security=API_KEY_SECURITY,
+        responses=problem_responses(401, 404, 409, 429),
+    )
     def post(self, run_id):
         """Cancel a workflow run: no further step starts; unfinished steps' quota is released."""
         authenticate()

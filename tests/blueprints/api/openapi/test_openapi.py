@@ -1,6 +1,11 @@
 """The generated OpenAPI 3.1 document, its YAML twin, the Postman collection, the docs page."""
 
+import re
+
+import pytest
 from openapi_spec_validator import validate
+
+from blueprints.api.problems import PROBLEM_JSON
 
 OPERATIONS = {
     ("get", "/v1/public/whoami"),
@@ -43,6 +48,90 @@ def test_every_operation_is_documented_without_a_catch_all_default(client):
             assert "default" not in operation["responses"], (method, path)
             assert operation.get("summary"), (method, path)
             assert "security" in operation, (method, path)
+
+
+# What generated clients call: a rename breaks every client made before it.
+OPERATION_IDS = {
+    ("get", "/v1/public/whoami"): "whoami",
+    ("post", "/v1/public/tools/{slug}/run"): "runToolBySlug",
+    ("post", "/v1/tools/run"): "runTool",
+    ("get", "/v1/tools/run/{run_id}/status"): "getRunStatus",
+    ("post", "/v1/tools/run/{run_id}/cancel"): "cancelRun",
+    ("get", "/v1/tools"): "listTools",
+    ("get", "/v1/tools/{slug}"): "getTool",
+    ("get", "/v1/workflows"): "listWorkflows",
+    ("get", "/v1/workflows/{workflow_id}"): "getWorkflow",
+    ("post", "/v1/workflows/run"): "startWorkflow",
+    ("get", "/v1/workflows/run/{run_id}/status"): "getWorkflowRunStatus",
+    ("post", "/v1/workflows/run/{run_id}/cancel"): "cancelWorkflowRun",
+    ("post", "/v1/images/generate"): "generateImages",
+    ("post", "/v1/voice/speak"): "speak",
+    ("get", "/v1/voice/voices"): "listVoices",
+    ("post", "/v1/video/generate"): "generateVideo",
+    ("post", "/v1/audiobooks"): "createAudiobook",
+    ("get", "/v1/audiobooks/{run_id}"): "getAudiobook",
+    ("get", "/v1/files/{file_id}"): "getFile",
+    ("delete", "/v1/files/{file_id}"): "deleteFile",
+    ("get", "/v1/webhook"): "getWebhook",
+    ("put", "/v1/webhook"): "setWebhook",
+    ("get", "/v1/webhook/deliveries"): "listWebhookDeliveries",
+    ("get", "/v1/webhook/deliveries/{delivery_id}"): "getWebhookDelivery",
+    ("post", "/v1/webhook/deliveries/{delivery_id}/redeliver"): "redeliverWebhookDelivery",
+    ("post", "/v1/webhook/test"): "testWebhook",
+    ("get", "/v1/health"): "getHealth",
+    ("get", "/v1/health/chatbot"): "getChatbotHealth",
+    ("get", "/v1/openapi.yaml"): "getOpenApiYaml",
+    ("get", "/v1/openapi/postman"): "getPostmanCollection",
+}
+
+
+def operations(document: dict) -> dict:
+    """Every operation of the document, by (method, path)."""
+    return {
+        (method, path): operation
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in {"get", "post", "put", "patch", "delete"}
+    }
+
+
+def test_every_operation_has_a_stable_unique_operation_id(client):
+    found = {where: op.get("operationId") for where, op in operations(spec(client)).items()}
+    assert found == OPERATION_IDS
+    assert len(set(found.values())) == len(found)
+    assert all(re.fullmatch(r"[a-z][A-Za-z]*", name) for name in found.values())
+
+
+@pytest.mark.parametrize(
+    ("path", "statuses", "follow"),
+    [
+        ("/v1/tools/run", ("200", "202"), ("getRunStatus", "cancelRun")),
+        ("/v1/public/tools/{slug}/run", ("200", "202"), ("getRunStatus", "cancelRun")),
+        ("/v1/images/generate", ("200", "202"), ("getRunStatus", "cancelRun")),
+        ("/v1/voice/speak", ("200", "202"), ("getRunStatus", "cancelRun")),
+        ("/v1/video/generate", ("200", "202"), ("getRunStatus", "cancelRun")),
+        ("/v1/audiobooks", ("200", "202"), ("getRunStatus", "cancelRun")),
+        ("/v1/workflows/run", ("202",), ("getWorkflowRunStatus", "cancelWorkflowRun")),
+    ],
+)
+def test_a_run_start_links_to_the_runs_status_and_cancel(client, path, statuses, follow):
+    document = spec(client)
+    paths = {op["operationId"]: path for (_, path), op in operations(document).items()}
+    for status in statuses:
+        links = document["paths"][path]["post"]["responses"][status]["links"]
+        assert [links["status"]["operationId"], links["cancel"]["operationId"]] == list(follow)
+        for link in links.values():
+            assert link["parameters"] == {"run_id": "$response.body#/run_id"}
+            target = document["paths"][paths[link["operationId"]]]
+            assert [p["name"] for p in target["parameters"] if p["in"] == "path"] == ["run_id"]
+
+
+def test_every_error_answer_is_a_problem(client):
+    problem = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for (method, path), operation in operations(spec(client)).items():
+        for status, response in operation["responses"].items():
+            if int(status) >= 400 and (method, path, status) != ("get", "/v1/health", "503"):
+                assert response["content"] == problem, (method, path, status)
 
 
 def test_authenticated_operations_use_the_key_header_scheme(client):
