@@ -32,8 +32,8 @@ GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 CONFIG = "post_hooks: []\n"
 # What openapi-python-client 0.29 cannot read, and why that is right here: a file's bytes
 # come in its own type (`*/*`) and the generator reads only JSON, text and octet-stream; the
-# YAML twin of the document is for YAML tools (clients use the JSON). It generates these
-# operations with those responses as raw bytes, and warns about nothing else.
+# YAML twin of the document is for YAML tools (clients use the JSON). The operations are
+# still generated (``sync_detailed(...).content`` has those bodies); nothing else is warned of.
 ACCEPTED_WARNINGS = [
     ("GET /v1/files/{file_id}", "Unsupported content_type */*"),
     ("GET /v1/files/{file_id}", "Unsupported content_type */*"),
@@ -165,8 +165,8 @@ def client(svc, app, key):
 
 
 def follow(document: dict, path: str, status: str, link: str, answer, operations):
-    """Call the operation that the documented ``link`` of ``path``'s ``status`` answer leads
-    to, with the parameters the link takes from ``answer``'s body."""
+    """The generated operation that the documented ``link`` of ``path``'s ``status`` answer
+    leads to, and the parameters the link takes from ``answer``'s body."""
     spec = document["paths"][path]["post"]["responses"][status]["links"][link]
     body = answer.to_dict()
     parameters = {}
