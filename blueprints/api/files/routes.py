@@ -108,7 +108,7 @@ class FileById(MethodView):
     @blp.doc(
         operationId="deleteFile",
         security=API_KEY_SECURITY,
-        responses=problem_responses(401, 404, 429, 503),
+        responses={**problem_responses(401, 429, 503), **_NOT_FOUND},
     )
     def delete(self, file_id):
         """Delete a file of your account; its URL answers 404 from then on."""

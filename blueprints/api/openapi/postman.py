@@ -1,7 +1,15 @@
-"""Turn the OpenAPI 3.1 document into an import-ready Postman Collection v2.1.
+"""Turn the OpenAPI 3.1 document into an import-ready Postman Collection v2.1 that tests itself.
 
 Pure data in, data out: no Flask, no I/O. The view that serves `/v1/openapi/postman` passes the
-document flask-smorest generated and the API's base URL.
+document flask-smorest generated, the API's base URL and a `LiveRun`: the few values a run
+against a live deployment needs that the document cannot say (a real slug, a workflow the
+plan can run), keyed by parameter name and operationId.
+
+Every request carries a test script made from its operation's documented responses: the status
+is one of them, and the answer has that response's media type and required keys (a problem's
+`code` one the description names). The document's `links` carry ids from an answer to the
+requests that follow it (a run's `run_id` to its status and cancel) through collection
+variables, and a link's target comes after its sources in its folder.
 """
 
 from __future__ import annotations
@@ -48,12 +56,43 @@ STRING_FORMAT_EXAMPLES = {
 }
 
 PATH_TEMPLATE = re.compile(r"\{([^{}]+)\}")
+PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 # Distinguishes "no example" from an explicit JSON null.
 _MISSING: Any = object()
 
+# The codes a response's description names, as `[plan_required]` or `[tool_not_found, ...]`.
+PROBLEM_CODES = re.compile(r"\[([a-z_]+(?:, [a-z_]+)*)\]")
+# The only runtime expression the collection can follow: a JSON pointer into the answer.
+BODY_POINTER = re.compile(r"^\$response\.body#(/.*)?$")
+# Set by the `LiveRun.captures` of whoami; a 402 must name a plan other than the key's.
+PLAN_VARIABLE = "plan"
 
-def openapi_to_postman(spec: dict, base_url: str) -> dict:
+
+class LiveRun(NamedTuple):
+    """What a run of the collection against a live deployment needs beyond the document.
+
+    `parameters`: path parameter values by name (a real slug). `bodies`: JSON bodies by
+    operationId, in place of the document's example. `captures`: by operationId, collection
+    variables set from its success answer (variable name to JSON pointer). `variables`: more
+    collection variables, with their default values (a runner may override them).
+    """
+
+    parameters: dict[str, str] = {}
+    bodies: dict[str, Any] = {}
+    captures: dict[str, dict[str, str]] = {}
+    variables: dict[str, str] = {}
+
+
+class _Operation(NamedTuple):
+    id: str
+    path: str  # relative to `{{baseUrl}}`
+    method: str
+    path_item: dict
+    operation: dict
+
+
+def openapi_to_postman(spec: dict, base_url: str, live: LiveRun | None = None) -> dict:
     """Return a Postman Collection v2.1 for an OpenAPI 3.1 document.
 
     Requests are foldered by their first tag (in the order of `spec["tags"]`, then the order
@@ -77,21 +116,25 @@ def openapi_to_postman(spec: dict, base_url: str) -> dict:
     if info.get("version"):
         collection_info["version"] = str(info["version"])
 
+    live = live or LiveRun()
+    operations = _operations(spec, base_path)
+    _check_live_run(live, operations)
+    filled, captured = _links(spec, operations)
+    captured = {
+        op_id: [*captures, *_live_captures(spec, operations[op_id], live)]
+        for op_id, captures in captured.items()
+    }
+
     folders: dict[str, list[dict]] = {tag["name"]: [] for tag in spec.get("tags", [])}
     root_items: list[dict] = []
-    for path, raw_path_item in spec.get("paths", {}).items():
-        path_item = _resolve(spec, raw_path_item)
-        relative_path = _relative_path(path, base_path)
-        for method in HTTP_METHODS:
-            operation = path_item.get(method)
-            if operation is None:
-                continue
-            item = _request_item(spec, relative_path, path_item, method, operation)
-            tags = operation.get("tags") or []
-            if tags:
-                folders.setdefault(tags[0], []).append(item)
-            else:
-                root_items.append(item)
+    # Link targets after every other request, so that their sources have run (stable order).
+    for op in sorted(operations.values(), key=lambda op: op.id in filled):
+        item = _live_item(spec, op, live, filled.get(op.id, {}), captured[op.id])
+        tags = op.operation.get("tags") or []
+        if tags:
+            folders.setdefault(tags[0], []).append(item)
+        else:
+            root_items.append(item)
 
     tag_descriptions = {tag["name"]: tag.get("description", "") for tag in spec.get("tags", [])}
     items = [
@@ -99,6 +142,13 @@ def openapi_to_postman(spec: dict, base_url: str) -> dict:
         for name, folder_items in folders.items()
         if folder_items
     ]
+    variables = {
+        "baseUrl": base_url,
+        "api_key": API_KEY_PLACEHOLDER,
+        **{name: "" for name in _captured_variables(captured)},
+        **{variable: value for fills in filled.values() for variable, value in fills.values()},
+        **live.variables,
+    }
     return {
         "info": collection_info,
         "item": items + root_items,
@@ -111,10 +161,117 @@ def openapi_to_postman(spec: dict, base_url: str) -> dict:
             ],
         },
         "variable": [
-            {"key": "baseUrl", "value": base_url, "type": "string"},
-            {"key": "api_key", "value": API_KEY_PLACEHOLDER, "type": "string"},
+            {"key": name, "value": value, "type": "string"} for name, value in variables.items()
         ],
     }
+
+
+def operation_id(method: str, path: str, operation: dict) -> str:
+    """The operation's `operationId`, else one made of its method and path (`get_tools_slug`),
+    which `LiveRun` keys and link targets can use until the document names it."""
+    if operation.get("operationId"):
+        return operation["operationId"]
+    words = re.findall(r"[A-Za-z0-9]+", path)
+    return "_".join([method, *words])
+
+
+class _Capture(NamedTuple):
+    status: str | None  # None: any documented success (2xx)
+    variable: str
+    pointer: str  # JSON pointer into the answer's body
+
+
+def _operations(spec: dict, base_path: str) -> dict[str, _Operation]:
+    """Every operation of the document by operationId, in document order."""
+    operations = {}
+    for path, raw_path_item in spec.get("paths", {}).items():
+        path_item = _resolve(spec, raw_path_item)
+        for method in HTTP_METHODS:
+            operation = path_item.get(method)
+            if operation is not None:
+                op_id = operation_id(method, path, operation)
+                relative_path = _relative_path(path, base_path)
+                operations[op_id] = _Operation(op_id, relative_path, method, path_item, operation)
+    return operations
+
+
+def _check_live_run(live: LiveRun, operations: dict[str, _Operation]) -> None:
+    """A `LiveRun` naming an operation the document does not have has drifted from it."""
+    unknown = sorted((set(live.bodies) | set(live.captures)) - set(operations))
+    if unknown:
+        raise ValueError(f"No operation has the operationId {', '.join(unknown)}.")
+
+
+def _links(
+    spec: dict, operations: dict[str, _Operation]
+) -> tuple[dict[str, dict[str, tuple[str, str]]], dict[str, list[_Capture]]]:
+    """What the document's `links` carry: by target operationId, each path parameter a link
+    fills and its collection variable (with a default value); by source operationId, the
+    variables its answers set. A link's variable is named after its target and parameter, so
+    every source of one target sets the same variable (the last answer wins)."""
+    filled: dict[str, dict[str, tuple[str, str]]] = {}
+    captured: dict[str, list[_Capture]] = {op_id: [] for op_id in operations}
+    for source in operations.values():
+        for status, raw_response in (source.operation.get("responses") or {}).items():
+            for raw_link in (_resolve(spec, raw_response).get("links") or {}).values():
+                link = _resolve(spec, raw_link)
+                target = operations.get(link.get("operationId"))
+                if target is None:
+                    continue
+                parameters = _parameters(spec, target.path_item, target.operation)
+                in_path = {p["name"]: p for p in parameters if p.get("in") == "path"}
+                for name, expression in (link.get("parameters") or {}).items():
+                    match = BODY_POINTER.match(expression) if isinstance(expression, str) else None
+                    if name not in in_path or match is None:
+                        continue
+                    variable = f"{target.id}_{name}"
+                    default = _parameter_value(spec, in_path[name])
+                    filled.setdefault(target.id, {})[name] = (variable, default)
+                    capture = _Capture(str(status), variable, match.group(1) or "")
+                    if capture not in captured[source.id]:
+                        captured[source.id].append(capture)
+    return filled, captured
+
+
+def _live_captures(spec: dict, op: _Operation, live: LiveRun) -> list[_Capture]:
+    return [
+        _Capture(None, variable, pointer)
+        for variable, pointer in live.captures.get(op.id, {}).items()
+    ]
+
+
+def _captured_variables(captured: dict[str, list[_Capture]]) -> list[str]:
+    return sorted({capture.variable for captures in captured.values() for capture in captures})
+
+
+def _live_item(
+    spec: dict,
+    op: _Operation,
+    live: LiveRun,
+    filled: dict[str, tuple[str, str]],
+    captures: list[_Capture],
+) -> dict:
+    """The operation's request, with real path values, the `LiveRun` body and a test script."""
+    path_values = {
+        p["name"]: live.parameters[p["name"]]
+        for p in _parameters(spec, op.path_item, op.operation)
+        if p.get("in") == "path" and p["name"] in live.parameters
+    }
+    path_values |= {name: "{{" + variable + "}}" for name, (variable, _) in filled.items()}
+    item = _request_item(spec, op.path, op.path_item, op.method, op.operation, path_values)
+    if op.id in live.bodies and item["request"].get("body", {}).get("mode") == "raw":
+        item["request"]["body"]["raw"] = _pretty(live.bodies[op.id])
+    # A path parameter with no real value names nothing: the answer is the documented 404.
+    unknown_resource = any(name not in path_values for name in PATH_TEMPLATE.findall(op.path))
+    script = test_script(
+        spec, op.operation, captures, unknown_resource=unknown_resource, linked=bool(filled)
+    )
+    item["event"] = _test_event(script)
+    return item
+
+
+def _test_event(lines: list[str]) -> list[dict]:
+    return [{"listen": "test", "script": {"type": "text/javascript", "exec": lines}}]
 
 
 class SavedExample(NamedTuple):
@@ -139,12 +296,16 @@ def example_folder(
 ) -> dict:
     """A Postman folder of requests to one operation of `spec`, one per example.
 
-    Each request is the operation's own (URL, headers, auth) with the example's name and JSON
-    body; an example with a `response` also gets it as a saved 200 response.
+    Each request is the operation's own (URL, headers, auth, test script) with the example's
+    name and JSON body; an example with a `response` also gets it as a saved 200 response.
     """
     path_item = _resolve(spec, spec["paths"][path])
+    operation = path_item[method]
     relative_path = _relative_path(path, urlsplit(base_url.rstrip("/")).path.rstrip("/"))
-    template = _request_item(spec, relative_path, path_item, method, path_item[method])
+    template = _request_item(spec, relative_path, path_item, method, operation)
+    _, captured = _links(spec, _operations(spec, urlsplit(base_url).path.rstrip("/")))
+    captures = captured[operation_id(method, path, operation)]
+    event = _test_event(test_script(spec, operation, captures))
     items = []
     for example in examples:
         request = copy.deepcopy(template["request"])
@@ -158,7 +319,7 @@ def example_folder(
         saved = []
         if example.response is not None:
             saved.append(_saved_response("200 " + example.name, request, 200, example.response))
-        items.append({"name": example.name, "request": request, "response": saved})
+        items.append({"name": example.name, "request": request, "response": saved, "event": event})
     return {"name": name, "description": description, "item": items}
 
 
@@ -173,8 +334,16 @@ def example_from_schema(spec: dict, schema: Any, *, for_request: bool = True) ->
     return None if value is _MISSING else value
 
 
-def _request_item(spec: dict, path: str, path_item: dict, method: str, operation: dict) -> dict:
-    """The Postman item for one operation; `path` is already relative to `{{baseUrl}}`."""
+def _request_item(
+    spec: dict,
+    path: str,
+    path_item: dict,
+    method: str,
+    operation: dict,
+    path_values: dict[str, str] | None = None,
+) -> dict:
+    """The Postman item for one operation; `path` is already relative to `{{baseUrl}}`;
+    `path_values` replace the examples of the path parameters they name."""
     parameters = _parameters(spec, path_item, operation)
     api_key_header = _api_key_header(spec).lower()
     headers = [
@@ -191,7 +360,7 @@ def _request_item(spec: dict, path: str, path_item: dict, method: str, operation
     request: dict[str, Any] = {
         "method": method.upper(),
         "header": headers,
-        "url": _url(spec, path, parameters),
+        "url": _url(spec, path, parameters, path_values or {}),
     }
     description = operation.get("description") or ""
     if description:
@@ -208,6 +377,129 @@ def _request_item(spec: dict, path: str, path_item: dict, method: str, operation
     }
 
 
+def test_script(
+    spec: dict,
+    operation: dict,
+    captures: list[_Capture] = (),
+    *,
+    unknown_resource: bool = False,
+    linked: bool = False,
+) -> list[str]:
+    """The lines of a Postman test script for one request to `operation`.
+
+    The answers it accepts are the documented ones the request can get: a success (2xx); a
+    402 naming a plan other than the key's (collection variable `plan`); a 409 on a resource
+    an earlier answer named (`linked`: a run may have ended before it is canceled); only the
+    404 when a path parameter has no real value (`unknown_resource`). Each is checked for its
+    media type and its schema's required keys, a problem for its `status` and for a `code` its
+    description names. `captures` set collection variables from the answer.
+    """
+    documented = {
+        str(status): _resolve(spec, response)
+        for status, response in (operation.get("responses") or {}).items()
+        if str(status).isdigit()
+    }
+    if unknown_resource and "404" in documented:
+        statuses = ["404"]
+    else:
+        statuses = [status for status in documented if status.startswith("2")]
+        if linked and "409" in documented:
+            statuses.append("409")
+    if "402" in documented:
+        statuses.append("402")
+    answers = {status: _answer(spec, documented[status]) for status in sorted(statuses)}
+    lines = [
+        "// Generated from the OpenAPI document: the answers this request may get.",
+        f"const answers = {json.dumps(answers, sort_keys=True)};",
+        _CHECKS,
+    ]
+    if captures:
+        lines.append(f"const captures = {json.dumps([c._asdict() for c in captures])};")
+        lines.append(_CAPTURE)
+    return "\n".join(lines).splitlines()
+
+
+def _answer(spec: dict, response: dict) -> dict:
+    """What a test checks in one documented answer: media type, required keys, codes."""
+    content = response.get("content") or {}
+    media = _json_media_type(content)
+    if media is None:
+        media = next((media for media in content if media != "*/*"), None)
+        return {"media": media, "json": False, "required": [], "codes": []}
+    required = _required_keys(spec, content[media].get("schema") or {}, frozenset())
+    codes = []
+    if media == PROBLEM_MEDIA_TYPE:
+        for names in PROBLEM_CODES.findall(response.get("description") or ""):
+            codes.extend(names.split(", "))
+    return {"media": media, "json": True, "required": required, "codes": codes}
+
+
+def _required_keys(spec: dict, schema: Any, seen: frozenset[str]) -> list[str]:
+    """The `required` of a schema and of every part of its `allOf`, through `$ref`s."""
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        target = _pointer(spec, ref)
+        return [] if ref in seen or target is None else _required_keys(spec, target, seen | {ref})
+    keys = list(schema.get("required") or [])
+    for part in schema.get("allOf") or []:
+        keys.extend(_required_keys(spec, part, seen))
+    return sorted(set(keys))
+
+
+_CHECKS = """\
+const status = String(pm.response.code);
+const answer = answers[status];
+pm.test("status is " + Object.keys(answers).join(" or "), function () {
+    pm.expect(answers, status + " " + pm.response.text().slice(0, 500)).to.have.property(status);
+});
+if (answer && answer.media) {
+    pm.test("Content-Type is " + answer.media, function () {
+        pm.expect(pm.response.headers.get("Content-Type") || "").to.include(answer.media);
+    });
+}
+if (answer && answer.json) {
+    pm.test("the answer has " + (answer.required.join(", ") || "a JSON object"), function () {
+        const body = pm.response.json();
+        pm.expect(body).to.be.an("object");
+        answer.required.forEach(function (key) {
+            pm.expect(body).to.have.property(key);
+        });
+        if (answer.media === "application/problem+json") {
+            pm.expect(body.status).to.equal(pm.response.code);
+        }
+        if (answer.codes.length) {
+            pm.expect(answer.codes).to.include(body.code);
+        }
+    });
+}
+if (answer && status === "402") {
+    pm.test("402 names a plan the key does not have, and where to buy it", function () {
+        const body = pm.response.json();
+        pm.expect(body.required_plan).to.be.a("string");
+        pm.expect(body.required_plan).to.not.equal(pm.collectionVariables.get("plan"));
+        pm.expect(body.upgrade_url).to.be.a("string");
+    });
+}"""
+
+# Sets collection variables from a success answer (OpenAPI links, LiveRun captures).
+_CAPTURE = """\
+captures.forEach(function (capture) {
+    const wanted = capture.status === null ? status.startsWith("2") : status === capture.status;
+    if (!answer || !wanted) {
+        return;
+    }
+    const value = capture.pointer.split("/").slice(1).reduce(function (node, token) {
+        const key = token.replace(/~1/g, "/").replace(/~0/g, "~");
+        return node === undefined || node === null ? undefined : node[key];
+    }, pm.response.json());
+    if (value !== undefined && value !== null) {
+        pm.collectionVariables.set(capture.variable, String(value));
+    }
+});"""
+
+
 def _parameters(spec: dict, path_item: dict, operation: dict) -> list[dict]:
     """Path-level parameters overridden by operation-level ones with the same name and place."""
     merged: dict[tuple[str, str], dict] = {}
@@ -218,7 +510,7 @@ def _parameters(spec: dict, path_item: dict, operation: dict) -> list[dict]:
     return list(merged.values())
 
 
-def _url(spec: dict, path: str, parameters: list[dict]) -> dict:
+def _url(spec: dict, path: str, parameters: list[dict], path_values: dict[str, str]) -> dict:
     # A trailing slash stays as an empty last segment, as Postman itself parses `/runs/`.
     segments = path.lstrip("/").split("/") if path.strip("/") else []
     postman_segments = [_postman_segment(segment) for segment in segments]
@@ -228,7 +520,8 @@ def _url(spec: dict, path: str, parameters: list[dict]) -> dict:
     for segment in segments:
         for name in PATH_TEMPLATE.findall(segment):
             parameter = path_parameters.get(name, {"name": name})
-            variable = {"key": name, "value": _parameter_value(spec, parameter)}
+            value = path_values.get(name) or _parameter_value(spec, parameter)
+            variable = {"key": name, "value": value}
             if parameter.get("description"):
                 variable["description"] = parameter["description"]
             variables.append(variable)

@@ -7,10 +7,19 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, current_api
 
 from blueprints.api.docs import PUBLIC
-from blueprints.api.openapi.postman import example_folder, openapi_to_postman
-from blueprints.api.tools.openapi import DISPATCH_PATH, category_examples
+from blueprints.api.openapi.postman import (
+    PLAN_VARIABLE,
+    LiveRun,
+    example_folder,
+    openapi_to_postman,
+)
+from blueprints.api.tools.openapi import DISPATCH_PATH, category_examples, dispatch_example
+from catalogue import TOOL_PLANS, Catalogue, Tool, WorkflowCatalogue
+from engines import get_engine
 
 TOOLS_BY_CATEGORY = "Tools by category"
+# The webhook the collection saves unless the runner sets `webhook_url` (to its own receiver).
+WEBHOOK_EXAMPLE_URL = "https://example.com/hooks/svc"
 
 
 class OpenApiDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
@@ -93,7 +102,9 @@ class Postman(MethodView):
         """An import-ready Postman v2.1 collection, with an `api_key` variable."""
         base_url = request.host_url.rstrip("/") + "/v1"
         document = openapi_document()
-        collection = openapi_to_postman(document, base_url)
+        catalogue = current_app.extensions["catalogue"]
+        live = live_run(catalogue, current_app.extensions["workflows"])
+        collection = openapi_to_postman(document, base_url, live)
         collection["item"].append(
             example_folder(
                 document,
@@ -103,7 +114,7 @@ class Postman(MethodView):
                 name=TOOLS_BY_CATEGORY,
                 description="One example run per tool category, on POST /tools/run. Every "
                 "tool's example is in the OpenAPI document (the body's `examples`, by slug).",
-                examples=category_examples(current_app.extensions["catalogue"]),
+                examples=category_examples(catalogue),
             )
         )
         return Response(
@@ -111,3 +122,41 @@ class Postman(MethodView):
             mimetype="application/json",
             headers={"Content-Disposition": 'inline; filename="svc-api.postman_collection.json"'},
         )
+
+
+def live_run(catalogue: Catalogue, workflows: WorkflowCatalogue) -> LiveRun:
+    """The values that make the collection's requests pass on this deployment with a key of
+    the first plan that runs tools (Pro): a tool of that plan that runs inline (a real slug,
+    quick), the shortest workflow that plan can run here, whoami's plan (a 402 must name
+    another), and a webhook URL a runner can point at its own receiver. Keyed by operationId:
+    a renamed operation fails the collection's build, not silently its run."""
+    plan = TOOL_PLANS[0]
+    tool = next(
+        tool
+        for tool in sorted(catalogue, key=lambda tool: tool.slug)
+        if tool.required_plan == plan and not tool.queue and _can_run(tool)
+    )
+    workflow = min(
+        (
+            workflow
+            for workflow in workflows
+            if workflow.required_plan == plan
+            and all(_can_run(catalogue.get(step.tool)) for step in workflow.steps)
+        ),
+        key=lambda workflow: (len(workflow.steps), workflow.id),
+    )
+    return LiveRun(
+        parameters={"slug": tool.slug, "workflow_id": workflow.id},
+        bodies={
+            "runToolBySlug": {"input": tool.examples[0]["input"][tool.primary]},
+            "runTool": dispatch_example(tool),
+            "startWorkflow": {"workflow_id": workflow.id, "input": workflow.example},
+            "setWebhook": {"url": "{{webhook_url}}"},
+        },
+        captures={"whoami": {PLAN_VARIABLE: "/plan/name"}},
+        variables={"webhook_url": WEBHOOK_EXAMPLE_URL},
+    )
+
+
+def _can_run(tool: Tool) -> bool:
+    return get_engine(tool.engine).unavailable_reason() is None

@@ -7,10 +7,12 @@ from jsonschema import Draft7Validator
 
 from blueprints.api.openapi.postman import (
     POSTMAN_SCHEMA_URL,
+    LiveRun,
     SavedExample,
     example_folder,
     example_from_schema,
     openapi_to_postman,
+    operation_id,
 )
 
 BASE_URL = "http://localhost:5000/v1"
@@ -56,6 +58,22 @@ POSTMAN_V21_SUBSET = {
                 "name": {"type": "string"},
                 "request": {"$ref": "#/definitions/request"},
                 "response": {"type": "array", "items": {"$ref": "#/definitions/response"}},
+                "event": {"type": "array", "items": {"$ref": "#/definitions/event"}},
+            },
+        },
+        "event": {
+            "type": "object",
+            "required": ["listen", "script"],
+            "properties": {
+                "listen": {"enum": ["test", "prerequest"]},
+                "script": {
+                    "type": "object",
+                    "required": ["exec"],
+                    "properties": {
+                        "type": {"const": "text/javascript"},
+                        "exec": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
             },
         },
         "request": {
@@ -877,3 +895,239 @@ def test_input_document_is_not_modified():
     openapi_to_postman(spec, BASE_URL)
 
     assert spec == FULL_SPEC
+
+
+# --- test scripts, links and live values -------------------------------------------------------
+
+
+def problem(description):
+    schema = {"$ref": "#/components/schemas/Problem"}
+    return {"description": description, "content": {"application/problem+json": {"schema": schema}}}
+
+
+def run_answer(description="OK", **extra):
+    schema = {"$ref": "#/components/schemas/Run"}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": schema}},
+        **extra,
+    }
+
+
+RUN_ID = {
+    "in": "path",
+    "name": "run_id",
+    "required": True,
+    "schema": {"type": "string", "format": "uuid"},
+}
+LINKS = {
+    "status": {"operationId": "getRun", "parameters": {"run_id": "$response.body#/id"}},
+    "cancel": {"operationId": "cancelRun", "parameters": {"run_id": "$response.body#/id"}},
+    "elsewhere": {"operationId": "getRun", "parameters": {"run_id": "$response.header.Location"}},
+}
+# Targets before their source in the document: the collection puts the start first.
+RUNS_SPEC = make_spec(
+    {
+        "/v1/runs/{run_id}": {
+            "parameters": [RUN_ID],
+            "get": {
+                "operationId": "getRun",
+                "tags": ["runs"],
+                "responses": {"200": run_answer(), "404": problem("No run [run_not_found].")},
+            },
+            "delete": {
+                "operationId": "cancelRun",
+                "tags": ["runs"],
+                "responses": {
+                    "200": run_answer(),
+                    "404": problem("No run [run_not_found]."),
+                    "409": problem("The run has ended [run_not_cancelable]."),
+                },
+            },
+        },
+        "/v1/runs": {
+            "post": {
+                "operationId": "startRun",
+                "tags": ["runs"],
+                **json_body({"example": {"input": "from the document"}}),
+                "responses": {
+                    "202": run_answer("Started", links=LINKS),
+                    "402": problem("Buy a plan [plan_required]."),
+                    "422": problem("Wrong fields [validation_failed]."),
+                },
+            },
+        },
+        "/v1/files/{file_id}": {
+            "get": {
+                "tags": ["files"],
+                "parameters": [
+                    {
+                        "in": "path",
+                        "name": "file_id",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "responses": {
+                    "200": {"description": "Bytes", "content": {"*/*": {"schema": {}}}},
+                    "404": problem("No file [file_not_found, file_gone]."),
+                },
+            }
+        },
+        "/v1/doc.yaml": {
+            "get": {
+                "operationId": "getYaml",
+                "responses": {
+                    "200": {"description": "YAML", "content": {"application/yaml": {"schema": {}}}}
+                },
+            }
+        },
+        "/v1/whoami": {
+            "get": {
+                "operationId": "whoami",
+                "tags": ["runs"],
+                "responses": {"200": {"description": "OK", "content": {"application/json": {}}}},
+            }
+        },
+    },
+    schemas={
+        "Run": {
+            "type": "object",
+            "required": ["id", "status"],
+            "allOf": [{"$ref": "#/components/schemas/Timed"}],
+        },
+        "Timed": {"type": "object", "required": ["created_at", "status"]},
+        "Problem": {"type": "object", "required": ["code", "status", "title"]},
+    },
+    tags=[{"name": "runs"}, {"name": "files"}],
+)
+
+
+def items_by_name(collection):
+    return {
+        item["name"]: item for entry in collection["item"] for item in entry.get("item", [entry])
+    }
+
+
+def script_value(item, name):
+    """The JSON value a generated test script assigns to `const <name>`."""
+    (event,) = item["event"]
+    assert event["listen"] == "test"
+    prefix = f"const {name} = "
+    (line,) = [line for line in event["script"]["exec"] if line.startswith(prefix)]
+    return json.loads(line[len(prefix) : -1])
+
+
+def test_each_request_accepts_its_documented_success_and_plan_refusal():
+    start = items_by_name(openapi_to_postman(RUNS_SPEC, BASE_URL))["POST /runs"]
+
+    answers = script_value(start, "answers")
+
+    assert answers == {
+        "202": {
+            "media": "application/json",
+            "json": True,
+            "required": ["created_at", "id", "status"],
+            "codes": [],
+        },
+        "402": {
+            "media": "application/problem+json",
+            "json": True,
+            "required": ["code", "status", "title"],
+            "codes": ["plan_required"],
+        },
+    }
+
+
+def test_a_path_parameter_without_a_value_expects_the_documented_404():
+    get_file = items_by_name(openapi_to_postman(RUNS_SPEC, BASE_URL))["GET /files/{file_id}"]
+
+    answers = script_value(get_file, "answers")
+
+    assert list(answers) == ["404"]
+    assert answers["404"]["codes"] == ["file_not_found", "file_gone"]
+    assert get_file["request"]["url"]["variable"] == [{"key": "file_id", "value": "string"}]
+
+
+def test_an_answer_that_is_not_json_is_checked_for_its_media_type():
+    item = items_by_name(openapi_to_postman(RUNS_SPEC, BASE_URL))["GET /doc.yaml"]
+
+    assert script_value(item, "answers") == {
+        "200": {"media": "application/yaml", "json": False, "required": [], "codes": []}
+    }
+
+
+def test_links_carry_the_id_from_a_start_to_its_targets_which_come_after_it():
+    collection = openapi_to_postman(RUNS_SPEC, BASE_URL)
+    (runs, files, _root) = collection["item"]
+    items = items_by_name(collection)
+
+    assert [item["name"] for item in runs["item"]] == [
+        "POST /runs",
+        "GET /whoami",
+        "GET /runs/{run_id}",
+        "DELETE /runs/{run_id}",
+    ]
+    assert script_value(items["POST /runs"], "captures") == [
+        {"status": "202", "variable": "getRun_run_id", "pointer": "/id"},
+        {"status": "202", "variable": "cancelRun_run_id", "pointer": "/id"},
+    ]
+    for name, variable in [
+        ("GET /runs/{run_id}", "getRun"),
+        ("DELETE /runs/{run_id}", "cancelRun"),
+    ]:
+        url = items[name]["request"]["url"]
+        assert url["variable"] == [{"key": "run_id", "value": "{{" + variable + "_run_id}}"}]
+    # A run may have ended before it is canceled; its status is always there.
+    assert set(script_value(items["DELETE /runs/{run_id}"], "answers")) == {"200", "409"}
+    assert set(script_value(items["GET /runs/{run_id}"], "answers")) == {"200"}
+    variables = {v["key"]: v["value"] for v in collection["variable"]}
+    assert variables["getRun_run_id"] == "3fa85f64-5717-4562-b3fc-2c963f66afa6"
+    assert variables["cancelRun_run_id"] == "3fa85f64-5717-4562-b3fc-2c963f66afa6"
+
+
+def test_live_run_gives_real_values_bodies_captures_and_variables():
+    live = LiveRun(
+        parameters={"file_id": "real-file"},
+        bodies={"startRun": {"input": "{{topic}}"}},
+        captures={"whoami": {"plan": "/plan/name"}},
+        variables={"topic": "compost"},
+    )
+    collection = openapi_to_postman(RUNS_SPEC, BASE_URL, live)
+    items = items_by_name(collection)
+
+    get_file = items["GET /files/{file_id}"]
+    assert get_file["request"]["url"]["variable"] == [{"key": "file_id", "value": "real-file"}]
+    assert set(script_value(get_file, "answers")) == {"200"}
+    assert json.loads(items["POST /runs"]["request"]["body"]["raw"]) == {"input": "{{topic}}"}
+    assert script_value(items["GET /whoami"], "captures") == [
+        {"status": None, "variable": "plan", "pointer": "/plan/name"}
+    ]
+    variables = {v["key"]: v["value"] for v in collection["variable"]}
+    assert variables["topic"] == "compost"
+    assert variables["plan"] == ""
+
+
+def test_live_run_naming_an_operation_the_document_lacks_is_refused():
+    with pytest.raises(ValueError, match="runTool"):
+        openapi_to_postman(RUNS_SPEC, BASE_URL, LiveRun(bodies={"runTool": {}}))
+
+
+def test_operation_id_is_made_from_method_and_path_when_the_document_has_none():
+    assert operation_id("get", "/v1/files/{file_id}", {}) == "get_v1_files_file_id"
+    assert operation_id("get", "/v1/files/{file_id}", {"operationId": "getFile"}) == "getFile"
+
+
+def test_example_folder_requests_carry_the_operation_test_script():
+    folder = example_folder(
+        RUNS_SPEC,
+        BASE_URL,
+        "/v1/runs",
+        "post",
+        name="Examples",
+        description="",
+        examples=[SavedExample("one", {"input": "a"}), SavedExample("two", {"input": "b"})],
+    )
+    start = items_by_name(openapi_to_postman(RUNS_SPEC, BASE_URL))["POST /runs"]
+
+    assert [item["event"] for item in folder["item"]] == [start["event"], start["event"]]
