@@ -41,6 +41,11 @@ class PlatformApi(Api):
     def _register_error_handlers(self):
         """Errors are registered app-wide by ``register_api`` (API and site differ)."""
 
+    def _register_pagination_header(self):
+        """No flask-smorest pagination here (deliveries page by cursor): its
+        ``PaginationMetadata`` schema stayed in the document unused, a model in every
+        generated client."""
+
     def _register_responses(self):
         self.spec.components.schema("Problem", schema=ProblemSchema)
         for status in http.HTTPStatus:
