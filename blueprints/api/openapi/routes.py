@@ -114,7 +114,7 @@ class Postman(MethodView):
                 name=TOOLS_BY_CATEGORY,
                 description="One example run per tool category, on POST /tools/run. Every "
                 "tool's example is in the OpenAPI document (the body's `examples`, by slug).",
-                examples=category_examples(catalogue),
+                examples=category_examples(catalogue, runnable=_can_run),
             )
         )
         return Response(
@@ -159,4 +159,5 @@ def live_run(catalogue: Catalogue, workflows: WorkflowCatalogue) -> LiveRun:
 
 
 def _can_run(tool: Tool) -> bool:
+    """Whether this deployment can run ``tool`` (a live run of one that cannot is a 503)."""
     return get_engine(tool.engine).unavailable_reason() is None

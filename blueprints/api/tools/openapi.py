@@ -18,6 +18,7 @@ reads the first as ``Any`` and the second as an alias of the item, losing the mo
 
 import copy
 import re
+from collections.abc import Callable
 
 from apispec import BasePlugin
 from apispec.ext.marshmallow.common import resolve_schema_instance
@@ -116,12 +117,14 @@ def output_by_tool(tools: list[Tool]) -> dict:
     }
 
 
-def category_examples(catalogue: Catalogue) -> list[SavedExample]:
-    """One dispatcher request per category (its first tool by slug, with its example input),
-    answered by the example output: the Postman collection's "Tools by category"."""
+def category_examples(catalogue: Catalogue, runnable: Callable[[Tool], bool]) -> list[SavedExample]:
+    """One dispatcher request per category (its first tool by slug that is ``runnable``, else
+    its first, with its example input), answered by the example output: the Postman
+    collection's "Tools by category"."""
     examples = []
     for category in catalogue.categories():
-        tool = catalogue.filter(category=category)[0]
+        tools = catalogue.filter(category=category)
+        tool = next((tool for tool in tools if runnable(tool)), tools[0])
         examples.append(
             SavedExample(
                 name=f"{category}: {tool.name}",

@@ -14,6 +14,8 @@ from blueprints.api.openapi.postman import (
     openapi_to_postman,
     operation_id,
 )
+from blueprints.api.tools.openapi import category_examples
+from catalogue import load_catalogue
 
 BASE_URL = "http://localhost:5000/v1"
 
@@ -1131,3 +1133,19 @@ def test_example_folder_requests_carry_the_operation_test_script():
     start = items_by_name(openapi_to_postman(RUNS_SPEC, BASE_URL))["POST /runs"]
 
     assert [item["event"] for item in folder["item"]] == [start["event"], start["event"]]
+
+
+def test_tools_by_category_shows_a_tool_this_deployment_can_run():
+    catalogue = load_catalogue()
+    vision = "alt-text-writer"
+    assert catalogue.filter(category="image-understanding")[0].slug == vision
+
+    shown = {
+        example.body["slug"]
+        for example in category_examples(catalogue, runnable=lambda tool: tool.slug != vision)
+    }
+    firsts = {catalogue.filter(category=category)[0].slug for category in catalogue.categories()}
+
+    assert shown == firsts - {vision} | {catalogue.filter(category="image-understanding")[1].slug}
+    # A category with no tool that can run still has its example (a run answers 503).
+    assert {e.body["slug"] for e in category_examples(catalogue, lambda tool: False)} == firsts
