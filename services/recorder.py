@@ -11,19 +11,20 @@ tool run took 7 to 8 % more CPU in all, measured under load in two paired runs.)
 delay of 0 (the tests' setting) the rows are written as the request ends, after the view's
 own commit, through the same code.
 
-A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost
-with a database that crashes before it reached the disk. So nothing is answered before the
-run's rows are in the **journal**: a Redis stream (``runs:journal``) that ``record`` appends
-them to in one round trip before it returns, or that the run's reservation added them to
-(a run admitted after it ran, services/runs.py: ``journaled`` then buffers them). A batch is committed durably (the commit
-waits for the WAL flush) and only then are its entries deleted; an entry still there after
-``RUN_JOURNAL_GRACE_SECONDS`` (its process died, or the database was down) is written by
-the maintenance of any worker (``replay_journal``), which inserts nothing twice: a run's
-rows are keyed by the run's id (the ledger's by a unique index on ``run_id``). What the
-journal promises is what Redis keeps: production Redis needs append-only persistence
-(README, "Operating it"). Where the journal cannot be written (Redis unreachable), the
-run's rows are committed to the database before the answer instead, and when neither can
-take them the request fails (503) rather than answer a run that was not recorded.
+A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost with
+a database that crashes before it reached the disk. So nothing is answered before the run's
+rows are in the **journal**: a Redis stream (``runs:journal``) that ``record`` appends them
+to in one round trip before it returns, or that the run's reservation added them to (a run
+admitted after it ran, services/runs.py: ``journaled`` then buffers them). A batch is
+committed durably (the commit waits for the WAL flush) and only then are its entries
+deleted; an entry still there after ``RUN_JOURNAL_GRACE_SECONDS`` (its process died, or the
+database was down) is written by the maintenance of any worker (``replay_journal``), which
+inserts nothing twice: a run's rows are keyed by the run's id (the ledger's by a unique
+index on ``run_id``). What the journal promises is what Redis keeps: production Redis needs
+append-only persistence (README, "Operating it"). Where the journal cannot be written (Redis
+unreachable), the run's rows are committed to the database before the answer instead, and
+when neither can take them the request fails (503) rather than answer a run that was not
+recorded.
 
 Without Redis (the embedded default) there is no journal: the rows are written in the
 request's own transaction, which the view commits before it answers.
@@ -62,6 +63,8 @@ _BY_NAME = {table.name: table for table in _TABLES}
 _REFUSED = (exc.IntegrityError, exc.DataError)
 # Journal entries replayed per call of ``replay_journal``.
 _REPLAY_BATCH = 500
+# Journal entries searched, newest first, for a run answered but not yet written.
+_SEARCHED = 10_000
 
 # One run's rows (its ``runs`` row, and its ledger row when it was charged), with the id of
 # its journal entry (None without a journal).
@@ -106,6 +109,18 @@ class RunJournal:
     def forget(self, entries: list[str]) -> None:
         if entries:
             self.client.xdel(self.STREAM, *entries)
+
+    def find_run(self, run_id: str) -> dict | None:
+        """The ``runs`` row of run ``run_id`` among the newest ``_SEARCHED`` entries (a run
+        just answered is among them), or None."""
+        needle = run_id.encode()
+        for _, fields in self.client.xrevrange(self.STREAM, "+", "-", count=_SEARCHED):
+            payload = fields[b"r"]
+            if needle in payload:  # the rare entry worth decoding
+                for table, row in _decode(payload):
+                    if table is _RUNS and row.get("id") == run_id:
+                        return _revive(table, row)
+        return None
 
     def older_than(self, seconds: float, count: int) -> list[Record]:
         """The oldest entries added more than ``seconds`` ago (by Redis's clock, which
@@ -172,6 +187,19 @@ class RunRecorder:
             after_this_request(self._flush_then)
         else:
             self.flush()
+
+    def pending(self, run_id: str) -> dict | None:
+        """The ``runs`` row of a run that was answered but whose batch is not written yet
+        (in this process's buffer, or in the journal, from any process), or None. A
+        client that asks for a run's status right after its answer must find it."""
+        with self._lock:
+            for _, rows in self._records:
+                row = rows[0][1]  # a run's rows start with its ``runs`` row
+                if row["id"] == run_id:
+                    return dict(row)
+        if self.journal is None:
+            return None
+        return self.journal.find_run(run_id)
 
     def _flush_then(self, response):
         self.flush()

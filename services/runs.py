@@ -383,7 +383,10 @@ def fail(run: Run, kind: str, message: str) -> bool:
 
 
 def cancel(run: Run) -> bool:
-    """Cancel a queued or running run; False when it had already ended."""
+    """Cancel a queued or running run; False when it had already ended (a terminal state
+    never changes: an inline run read from the recorder is not in the database yet)."""
+    if run.status in TERMINAL_STATES:
+        return False
     return _conclude(run, None, "canceled")
 
 

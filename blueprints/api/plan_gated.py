@@ -30,12 +30,9 @@ from blueprints.api.pipeline import (
 from blueprints.api.problems import Problem
 from blueprints.api.tools.routes import run_tool_request, tool_inputs
 from catalogue import Tool
-from engines import get_engine
 from services.plans import upgrade_url
 from services.runs import credits_for
 
-# The engine cannot serve (no provider configured): try again later, or once it is set.
-UNAVAILABLE_RETRY_AFTER = 60
 _ERRORS = (400, 401, 402, 403, 409, 413, 415, 422, 429, 503)
 
 
@@ -72,22 +69,7 @@ def _start(tool: Tool, one_of: tuple[str, str] | None):
             message = f"Send either {one_of[0]} or {one_of[1]} (exactly one of them)."
             raise validation_failed({name: [message] for name in one_of})
     inputs = tool_inputs(tool, body, uploads)
-    if not current_key().sandbox:
-        refuse_if_unavailable(tool)
     return current_app.make_response(run_tool_request(tool, inputs))
-
-
-def refuse_if_unavailable(tool: Tool) -> None:
-    """503 before anything is reserved when the tool's engine cannot serve here (no provider
-    configured, a package missing); the detail names what to set or install."""
-    reason = get_engine(tool.engine).unavailable_reason()
-    if reason is not None:
-        raise Problem(
-            503,
-            "provider_unavailable",
-            reason,
-            headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
-        )
 
 
 def require_api_access_for(tool: Tool) -> None:

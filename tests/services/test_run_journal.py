@@ -184,3 +184,34 @@ def test_a_journaled_or_failed_inline_run_leaves_nothing_in_flight(app, client, 
     app.config["RUN_INFLIGHT_GRACE_SECONDS"] = 0
     replay_journal()
     assert quota.store().usage(keys.resolve(raw).key_id, clock.now()).calls == 1
+
+
+@pytest.mark.parametrize("where", ["this process", "another process"])
+def test_a_run_answered_but_not_yet_written_has_a_status_at_once(app, client, make_key, where):
+    """Its batch is written up to RUN_RECORD_DELAY later: meanwhile its status (and a cancel,
+    which finds it ended) are read from this process's buffer, or from the journal when
+    another process answered it; another account still gets 404."""
+    recorder = RunRecorder(app, delay=3600)
+    recorder._ensure_thread = lambda: None  # no background writer: nothing is written
+    app.extensions["run_recorder"] = recorder
+    raw = make_key("pro")
+    run = client.post(
+        "/v1/tools/run", headers=auth(raw), json={"slug": "word-counter", "input": "one two"}
+    ).get_json()
+    assert _stored(run["run_id"]) == (0, 0)
+    if where == "another process":
+        app.extensions["run_recorder"] = RunRecorder(app, delay=3600)  # an empty buffer
+
+    status = client.get(f"/v1/tools/run/{run['run_id']}/status", headers=auth(raw))
+    assert status.status_code == 200, status.get_json()
+    record = status.get_json()
+    assert (record["run_id"], record["status"], record["output"]) == (
+        run["run_id"], "succeeded", run["output"],
+    )  # fmt: skip
+    assert record["credits"] == run["credits"] and record["finished_at"]
+    cancel = client.post(f"/v1/tools/run/{run['run_id']}/cancel", headers=auth(raw))
+    assert cancel.status_code == 409 and cancel.get_json()["code"] == "run_not_cancelable"
+    other = client.get(f"/v1/tools/run/{run['run_id']}/status", headers=auth(make_key("pro")))
+    assert other.status_code == 404
+    assert _stored(run["run_id"]) == (0, 0)  # only read
+    assert recorder.flush() == 2

@@ -33,6 +33,7 @@ from blueprints.api.problems import Problem
 from blueprints.api.schemas import RunRecordSchema, RunResultSchema
 from blueprints.api.tools.schemas import ToolListSchema, ToolQuerySchema, ToolSchema
 from catalogue import Tool, load_catalogue
+from engines import get_engine
 from extensions import db
 from jobs.runs import fail_abandoned_run, run_tool_job
 from models import Run
@@ -40,6 +41,7 @@ from services import clock, runs, tool_files
 from services.binary import BinaryInputError
 from services.queue import dispatcher
 from services.quota import Usage
+from services.recorder import recorder
 from services.runs import QuotaExceeded, RunFailed
 
 blp = Blueprint("tools", __name__, url_prefix="/v1", description="Run tools; browse the catalogue.")
@@ -70,7 +72,8 @@ def find_tool(slug: str) -> Tool:
 
 def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict:
     """The tool's inputs from the body: the ``input`` alias mapped to the main field, form
-    values typed, validated (422), defaults filled and files stored (422, 413)."""
+    values typed, validated (422), refused when the tool cannot run here (503, for a live
+    key), defaults filled and files stored (422, 413)."""
     this_request = request._get_current_object()  # one proxy lookup each (pipeline.py says why)
     config = current_app._get_current_object().config
     if (this_request.content_length or 0) > config["MAX_TEXT_BODY"] and not tool.binary_inputs:
@@ -91,6 +94,8 @@ def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict
     errors = tool.validate({**body, **{name: "upload" for name in uploads}})
     if errors:
         raise validation_failed(errors)
+    if not current_key().sandbox:  # before any file is stored, any quota or queue
+        refuse_if_unavailable(tool)
     try:
         account_id = current_key().account_id
         return tool_files.store_inputs(tool, tool.with_defaults(body), uploads, account_id)
@@ -130,10 +135,13 @@ def run_dispatched(body: dict, uploads: dict[str, FileStorage]):
 
 
 def run_tool_request(tool: Tool, inputs: dict):
-    """Run ``tool`` for the authenticated key: inline, or queued and waited for (Prefer)."""
+    """Run ``tool`` for the authenticated key: inline, or queued and waited for (Prefer).
+    A sandbox key's run is its tool's sample, answered inline whatever the tool (there is
+    no work to queue)."""
     prefer = parse_prefer()
+    sandbox = current_key().sandbox
     try:
-        if not tool.queue and not prefer.respond_async:
+        if sandbox or (not tool.queue and not prefer.respond_async):
             return _inline(tool, inputs)
         # respond-async: nobody waits, so the run's end is announced by an event.
         result = runs.submit(
@@ -168,6 +176,26 @@ def run_tool_request(tool: Tool, inputs: dict):
     if run.status == "failed":
         raise _run_problem(run.id, run.error)
     return run_result(run)
+
+
+# The engine cannot serve (no provider configured): try again later, or once it is set.
+UNAVAILABLE_RETRY_AFTER = 60
+
+
+def refuse_if_unavailable(tool: Tool, step: str | None = None) -> None:
+    """503 before anything is reserved or queued when the tool's engine cannot serve here
+    (no provider configured, a package missing); the detail names what to set or install
+    (and the workflow's ``step`` that runs the tool)."""
+    reason = get_engine(tool.engine).unavailable_reason()
+    if reason is not None:
+        if step is not None:
+            reason = f"The step {step} runs {tool.slug}, which cannot run here. {reason}"
+        raise Problem(
+            503,
+            "provider_unavailable",
+            reason,
+            headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
+        )
 
 
 def _inline(tool: Tool, inputs: dict) -> dict:
@@ -245,8 +273,11 @@ def _run_problem(run_id: str, error: dict) -> Problem:
 
 
 def own_run(run_id) -> Run:
-    """The calling account's tool run, or 404 (never 403: existence is not revealed)."""
+    """The calling account's tool run, or 404 (never 403: existence is not revealed). An
+    inline run answered a moment ago may not be written yet: it is read from the recorder."""
     run = db.session.get(Run, str(run_id))
+    if run is None and (row := recorder().pending(str(run_id))) is not None:
+        run = Run(**row)  # as it will be stored; never added to the session
     if run is None or run.account_id != current_key().account_id or run.tool_slug is None:
         raise Problem(404, "run_not_found", f"There is no run {run_id} for this account.")
     return run

@@ -22,7 +22,7 @@ from blueprints.api.pipeline import (
     validation_failed,
 )
 from blueprints.api.problems import Problem
-from blueprints.api.tools.routes import _note_usage, _quota_problem
+from blueprints.api.tools.routes import _note_usage, _quota_problem, refuse_if_unavailable
 from blueprints.api.workflows.schemas import (
     WorkflowListSchema,
     WorkflowRunAcceptedSchema,
@@ -86,6 +86,10 @@ def start_run():
         raise validation_failed({"workflow_id": [message]})
     workflow = find_workflow(workflow_id)
     require_plan(workflow.required_plan)
+    if not current_key().sandbox:  # a step that cannot run here: refused before anything
+        tools = current_app.extensions["catalogue"]
+        for step in workflow.steps:
+            refuse_if_unavailable(tools.get(step.tool), step=step.id)
     if (
         not workflow.binary_input
         and (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"]

@@ -3,6 +3,7 @@
 import pytest
 
 from engines import ProviderUnavailable
+from extensions import db
 from tests.conftest import auth
 
 TOOL = "word-counter"
@@ -243,3 +244,88 @@ def test_refusals_before_the_run_do_not_consume_quota(client, make_key, status_p
     usage = client.get(status_path, headers=auth(raw)).get_json()["usage"]
     assert usage["calls_today"] == 0
     assert client.post(SLUG_RUN, headers=auth(raw), json={"input": TEXT}).status_code == 200
+
+
+# --- a tool this deployment cannot run -----------------------------------------------------
+
+UNAVAILABLE = "alt-text-writer"  # image understanding: needs AI_BASE_URL, unset here
+IMAGE = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGA"
+    "WjR9awAAAABJRU5ErkJggg=="
+)
+
+
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        (f"/v1/public/tools/{UNAVAILABLE}/run", {"input": IMAGE}),
+        (DISPATCH, {"slug": UNAVAILABLE, "input": IMAGE}),
+    ],
+    ids=["slug", "dispatcher"],
+)
+@pytest.mark.parametrize("prefer", ["", "respond-async", "wait=5"])
+def test_a_tool_that_cannot_run_here_is_503_before_quota_queue_or_storage(
+    client, make_key, path, body, prefer
+):
+    from models import Run, StoredFile
+
+    raw = make_key("pro")
+    headers = {**auth(raw), **({"Prefer": prefer} if prefer else {})}
+    response = client.post(path, headers=headers, json=body)
+    problem = assert_problem(response, 503, "provider_unavailable")
+    assert "AI_BASE_URL" in problem["detail"]
+    assert int(response.headers["Retry-After"]) > 0
+    assert "run_id" not in problem
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 0
+    assert db.session.scalar(db.select(db.func.count(Run.id))) == 0  # nothing queued
+    assert db.session.scalar(db.select(db.func.count(StoredFile.id))) == 0
+
+
+def test_invalid_input_to_a_tool_that_cannot_run_here_is_still_422(client, make_key):
+    response = client.post(DISPATCH, headers=auth(make_key("pro")), json={"slug": UNAVAILABLE})
+    assert_problem(response, 422, "validation_failed")
+
+
+def test_the_catalogue_says_so_before_anyone_runs_it(client):
+    tool = client.get(f"/v1/tools/{UNAVAILABLE}").get_json()
+    assert tool["available"] is False and "AI_BASE_URL" in tool["unavailable_reason"]
+
+
+@pytest.mark.parametrize("prefer", ["", "respond-async"])
+def test_a_sandbox_run_of_a_queued_tool_is_its_sample_answered_inline(
+    client, make_key, monkeypatch, prefer
+):
+    """Even of a tool that cannot run here: a sample needs no provider, and no queue."""
+    from catalogue import load_catalogue
+
+    def no_queue(*args, **kwargs):
+        raise AssertionError("a sandbox run was queued")
+
+    monkeypatch.setattr("blueprints.api.tools.routes.dispatcher", no_queue)
+    raw = make_key("pro", sandbox=True)
+    headers = {**auth(raw), **({"Prefer": prefer} if prefer else {})}
+    for slug in ("text-to-speech", UNAVAILABLE):
+        tool = load_catalogue().get(slug)
+        assert tool.queue
+        response = client.post(DISPATCH, headers=headers, json={"slug": slug, "input": IMAGE})
+        assert response.status_code == 200, response.get_json()
+        result = response.get_json()
+        assert (result["status"], result["sandbox"], result["credits"]) == ("succeeded", True, 0)
+        assert result["output"] == tool.sample_output()
+
+
+def test_a_workflow_with_a_step_that_cannot_run_here_is_503_before_it_starts(client, make_key):
+    from models import WorkflowRun
+
+    raw = make_key("creator")
+    response = client.post(
+        "/v1/workflows/run",
+        headers=auth(raw),
+        json={"workflow_id": "content-creator", "input": "Composting at home"},
+    )
+    problem = assert_problem(response, 503, "provider_unavailable")
+    assert "blog-header-illustration" in problem["detail"] and "AI_BASE_URL" in problem["detail"]
+    assert db.session.scalar(db.select(db.func.count(WorkflowRun.id))) == 0
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 0

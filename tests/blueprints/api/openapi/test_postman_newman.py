@@ -43,9 +43,8 @@ def deployment(monkeypatch, request):
         monkeypatch.setenv("AI_BASE_URL", provider.base_url)
         monkeypatch.setenv("AI_API_KEY", "test")
         monkeypatch.setenv("FETCH_ALLOW_PRIVATE", "true")
-        # An inline run's rows are written before its answer, so the status request that
-        # follows finds the run (batched 50 ms later by default, it can be a 404 until then).
-        monkeypatch.setenv("RUN_RECORD_DELAY", "0")
+        # The deployment's own RUN_RECORD_DELAY (50 ms): a status request right after an
+        # inline run finds it before its batch is written (services/recorder.py, pending).
         base = request.getfixturevalue("live_server")
         request.getfixturevalue("rq_worker")
         yield base
