@@ -14,8 +14,7 @@ from blueprints.api.openapi.postman import (
     openapi_to_postman,
 )
 from blueprints.api.tools.openapi import DISPATCH_PATH, category_examples, dispatch_example
-from catalogue import TOOL_PLANS, Catalogue, Tool, WorkflowCatalogue
-from engines import get_engine
+from catalogue import TOOL_PLANS, Catalogue, WorkflowCatalogue
 
 TOOLS_BY_CATEGORY = "Tools by category"
 # The webhook the collection saves unless the runner sets `webhook_url` (to its own receiver).
@@ -114,7 +113,7 @@ class Postman(MethodView):
                 name=TOOLS_BY_CATEGORY,
                 description="One example run per tool category, on POST /tools/run. Every "
                 "tool's example is in the OpenAPI document (the body's `examples`, by slug).",
-                examples=category_examples(catalogue, runnable=_can_run),
+                examples=category_examples(catalogue, runnable=lambda tool: tool.available),
             )
         )
         return Response(
@@ -134,14 +133,14 @@ def live_run(catalogue: Catalogue, workflows: WorkflowCatalogue) -> LiveRun:
     tool = next(
         tool
         for tool in sorted(catalogue, key=lambda tool: tool.slug)
-        if tool.required_plan == plan and not tool.queue and _can_run(tool)
+        if tool.required_plan == plan and not tool.queue and tool.available
     )
     workflow = min(
         (
             workflow
             for workflow in workflows
             if workflow.required_plan == plan
-            and all(_can_run(catalogue.get(step.tool)) for step in workflow.steps)
+            and all(catalogue.get(step.tool).available for step in workflow.steps)
         ),
         key=lambda workflow: (len(workflow.steps), workflow.id),
     )
@@ -156,8 +155,3 @@ def live_run(catalogue: Catalogue, workflows: WorkflowCatalogue) -> LiveRun:
         captures={"whoami": {PLAN_VARIABLE: "/plan/name"}},
         variables={"webhook_url": WEBHOOK_EXAMPLE_URL},
     )
-
-
-def _can_run(tool: Tool) -> bool:
-    """Whether this deployment can run ``tool`` (a live run of one that cannot is a 503)."""
-    return get_engine(tool.engine).unavailable_reason() is None

@@ -9,9 +9,11 @@ from types import SimpleNamespace
 import pytest
 from jsonschema import Draft202012Validator
 
+import engines
 from catalogue import Tool, load_catalogue
 from catalogue.loader import expand_files
 from catalogue.tool import MAX_FILE_CHARS
+from engines.base import Engine
 from engines.blob import Blob
 from tests.blueprints.api.test_queued_runs import _until_ended
 from tests.conftest import auth
@@ -74,7 +76,11 @@ def shout_tool(monkeypatch):
         text = document.data.decode().upper() * inputs["times"]
         return {"file": Blob(text.encode(), "text/plain", "shout.txt"), "length": len(text)}
 
+    class ShoutEngine(Engine):
+        name = SHOUT.engine
+
     monkeypatch.setattr("blueprints.api.tools.routes.find_tool", find)
+    monkeypatch.setitem(engines._REGISTRY, SHOUT.engine, ShoutEngine())
     monkeypatch.setattr("services.runs.run_tool", shout)
     monkeypatch.setattr("services.runs.load_catalogue", lambda: SimpleNamespace(get=find))
 

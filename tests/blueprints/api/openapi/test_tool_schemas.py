@@ -235,7 +235,9 @@ def test_postman_has_one_example_run_per_category(collection):
         body = json.loads(request["body"]["raw"])
         tool = CATALOGUE.get(body.pop("slug"))
         assert tool.category == category
-        assert tool == CATALOGUE.filter(category=category)[0]
+        # The category's first tool this deployment can run (else its first).
+        tools = CATALOGUE.filter(category=category)
+        assert tool == next((t for t in tools if t.available), tools[0])
         assert tool.validate(body) == {}
 
 
