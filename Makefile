@@ -24,7 +24,7 @@ node_modules/.installed: package.json package-lock.json
 	fi
 
 # The embedded default: SQLite under instance/, no Redis, a demo account and key.
-run: setup
+run: $(VENV)/.installed
 	APP_ENV=development $(BIN)/flask --app app db upgrade
 	APP_ENV=development $(BIN)/flask --app app accounts demo
 	APP_ENV=development $(BIN)/flask --app app run --port $(PORT)
