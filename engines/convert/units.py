@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from engines.base import ChoiceEngine, EngineError
@@ -87,95 +89,10 @@ def _roman(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"arabic": number, "roman": text}
 
 
-# category -> unit symbol -> (name, factor to the category's base unit, other spellings)
-_UNITS: dict[str, dict[str, tuple[str, float, tuple[str, ...]]]] = {
-    "length": {
-        "nm": ("nanometre", 1e-9, ("nanometer", "nanometers", "nanometres")),
-        "um": ("micrometre", 1e-6, ("µm", "micron", "microns", "micrometer", "micrometers")),
-        "mm": ("millimetre", 1e-3, ("millimeter", "millimeters", "millimetres")),
-        "cm": ("centimetre", 1e-2, ("centimeter", "centimeters", "centimetres")),
-        "m": ("metre", 1.0, ("meter", "meters", "metres")),
-        "km": ("kilometre", 1e3, ("kilometer", "kilometers", "kilometres")),
-        "in": ("inch", 0.0254, ("inches", '"')),
-        "ft": ("foot", 0.3048, ("feet", "'")),
-        "yd": ("yard", 0.9144, ("yards",)),
-        "mi": ("mile", 1609.344, ("miles",)),
-        "nmi": ("nautical mile", 1852.0, ("nautical miles",)),
-    },
-    "mass": {
-        "mg": ("milligram", 1e-6, ("milligrams",)),
-        "g": ("gram", 1e-3, ("grams",)),
-        "kg": ("kilogram", 1.0, ("kilograms", "kilo", "kilos")),
-        "t": ("tonne", 1e3, ("tonnes", "metric ton", "metric tons")),
-        "oz": ("ounce", 0.028349523125, ("ounces",)),
-        "lb": ("pound", 0.45359237, ("lbs", "pounds")),
-        "st": ("stone", 6.35029318, ("stones",)),
-        "ton": ("US ton", 907.18474, ("short ton", "short tons", "us ton")),
-    },
-    "volume": {
-        "ml": ("millilitre", 1e-3, ("milliliter", "milliliters", "millilitres", "cc")),
-        "l": ("litre", 1.0, ("liter", "liters", "litres")),
-        "m3": ("cubic metre", 1e3, ("m³", "cubic meter", "cubic meters")),
-        "tsp": ("US teaspoon", 0.00492892159375, ("teaspoon", "teaspoons")),
-        "tbsp": ("US tablespoon", 0.01478676478125, ("tablespoon", "tablespoons")),
-        "floz": ("US fluid ounce", 0.0295735295625, ("fl oz", "fluid ounce", "fluid ounces")),
-        "cup": ("US cup", 0.2365882365, ("cups",)),
-        "pt": ("US pint", 0.473176473, ("pint", "pints")),
-        "qt": ("US quart", 0.946352946, ("quart", "quarts")),
-        "gal": ("US gallon", 3.785411784, ("gallon", "gallons", "us gal")),
-        "impgal": ("imperial gallon", 4.54609, ("imperial gallon", "uk gallon", "uk gal")),
-    },
-    "area": {
-        "mm2": ("square millimetre", 1e-6, ("mm²",)),
-        "cm2": ("square centimetre", 1e-4, ("cm²",)),
-        "m2": ("square metre", 1.0, ("m²", "sqm", "square meter", "square meters")),
-        "ha": ("hectare", 1e4, ("hectare", "hectares")),
-        "km2": ("square kilometre", 1e6, ("km²",)),
-        "in2": ("square inch", 0.00064516, ("in²", "sq in")),
-        "ft2": ("square foot", 0.09290304, ("ft²", "sq ft", "sqft", "square feet")),
-        "yd2": ("square yard", 0.83612736, ("yd²", "sq yd")),
-        "acre": ("acre", 4046.8564224, ("acres", "ac")),
-        "mi2": ("square mile", 2589988.110336, ("mi²", "sq mi")),
-    },
-    "speed": {
-        "m/s": ("metre per second", 1.0, ("mps",)),
-        "km/h": ("kilometre per hour", 1 / 3.6, ("kmh", "kph")),
-        "mph": ("mile per hour", 0.44704, ("mi/h",)),
-        "kn": ("knot", 1852 / 3600, ("knot", "knots", "kt")),
-        "ft/s": ("foot per second", 0.3048, ("fps",)),
-    },
-    "time": {
-        "ms": ("millisecond", 1e-3, ("millisecond", "milliseconds")),
-        "s": ("second", 1.0, ("sec", "second", "seconds")),
-        "min": ("minute", 60.0, ("minute", "minutes")),
-        "h": ("hour", 3600.0, ("hr", "hour", "hours")),
-        "d": ("day", 86400.0, ("day", "days")),
-        "wk": ("week", 604800.0, ("week", "weeks")),
-        "yr": ("year (365.2425 days)", 31556952.0, ("year", "years")),
-    },
-    "pressure": {
-        "pa": ("pascal", 1.0, ("pascal", "pascals")),
-        "kpa": ("kilopascal", 1e3, ("kilopascal", "kilopascals")),
-        "bar": ("bar", 1e5, ("bars",)),
-        "psi": ("pound per square inch", 6894.757293168361, ()),
-        "atm": ("standard atmosphere", 101325.0, ("atmosphere", "atmospheres")),
-        "mmhg": ("millimetre of mercury", 133.322387415, ("torr",)),
-    },
-    "energy": {
-        "j": ("joule", 1.0, ("joule", "joules")),
-        "kj": ("kilojoule", 1e3, ("kilojoule", "kilojoules")),
-        "cal": ("calorie", 4.184, ("calorie", "calories")),
-        "kcal": ("kilocalorie", 4184.0, ("kilocalorie", "kilocalories", "Cal")),
-        "wh": ("watt-hour", 3600.0, ("watt hour", "watt hours")),
-        "kwh": ("kilowatt-hour", 3.6e6, ("kilowatt hour", "kilowatt hours")),
-        "btu": ("British thermal unit", 1055.05585262, ()),
-    },
-    "temperature": {
-        "C": ("degree Celsius", 1.0, ("°C", "celsius", "centigrade")),
-        "F": ("degree Fahrenheit", 1.0, ("°F", "fahrenheit")),
-        "K": ("kelvin", 1.0, ("kelvin", "kelvins")),
-    },
-}
+# category -> unit symbol -> [name, factor to the category's base unit, other spellings]
+_UNITS: dict[str, dict[str, list[Any]]] = json.loads(
+    Path(__file__).with_name("units.json").read_text(encoding="utf-8")
+)
 # Temperature scales are affine: (to kelvin, from kelvin).
 _TEMPERATURE = {
     "C": (lambda v: v + 273.15, lambda k: k - 273.15),
