@@ -30,7 +30,7 @@ _MODULES = (
     "speech",
     "summarize",
     "text_analysis",
-    "textkit",
+    "text",
     "video",
     "vision",
     "webpage",
