@@ -14,7 +14,7 @@ from engines.base import Engine, EngineError, ProviderUnavailable
 if TYPE_CHECKING:
     from catalogue import Tool
 
-# The modules that hold engines, each in an ``ENGINES`` tuple.
+# The modules (or packages) that hold engines, each in an ``ENGINES`` tuple.
 _MODULES = (
     "audio",
     "code",
@@ -29,8 +29,8 @@ _MODULES = (
     "seo",
     "speech",
     "summarize",
-    "text_analysis",
     "text",
+    "text_analysis",
     "video",
     "vision",
     "webpage",
