@@ -21,7 +21,6 @@ _MODULES = (
     "convert",
     "documents",
     "imagegen",
-    "imagekit",
     "images",
     "llm",
     "ocr",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.base import Engine, EngineError, load_once
-from engines.images import open_image
+from engines.images._io import open_image
 
 _MODEL_FILES = {
     "Det.model_path": "PP-OCRv6_det_small.onnx",

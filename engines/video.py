@@ -17,7 +17,7 @@ from typing import Any
 from engines import _text
 from engines.base import Engine, EngineError, ProviderUnavailable
 from engines.blob import Blob
-from engines.images import open_image
+from engines.images._io import open_image
 
 ASPECT_RATIOS = {"16:9": (16, 9), "9:16": (9, 16), "1:1": (1, 1)}
 RESOLUTIONS = {"240p": 240, "360p": 360, "480p": 480, "720p": 720, "1080p": 1080}
