@@ -402,11 +402,11 @@ def bench_ocr(result: Result, args: argparse.Namespace) -> None:
 
 
 def bench_stt(result: Result, args: argparse.Namespace) -> None:
-    from engines import speech
+    from engines.audio import transcription
 
     clip = spoken_text()
     result.input = f"{clip.seconds:.1f} s of speech by {clip.voice}, {len(words(clip.text))} words"
-    result.load_s, _ = timed(speech._whisper)
+    result.load_s, _ = timed(transcription._whisper)
     timing = repeated(tool_run("audio-transcriber", audio=clip.wav), args.repeat)
     result.warmup_s = timing.warmup_s
     result.figures = [
@@ -422,10 +422,11 @@ def bench_tts(voice: str, loader: str) -> Measure:
     """A case speaking ``SPEECH_TEXT`` with ``voice``; ``loader`` names the model loader."""
 
     def measure(result: Result, args: argparse.Namespace) -> None:
-        from engines import get_engine, speech
+        from engines import get_engine
+        from engines.audio import synthesis
 
         result.input = f"{len(words(SPEECH_TEXT))} words of English, WAV out, voice {voice}"
-        result.load_s, _ = timed(getattr(speech, loader))
+        result.load_s, _ = timed(getattr(synthesis, loader))
         engine = get_engine("speech.synthesize")
         inputs = {"text": SPEECH_TEXT, "voice": voice, "format": "wav"}
         timing = repeated(lambda: engine.run(inputs, {}), args.repeat)

@@ -26,7 +26,6 @@ _MODULES = (
     "ocr",
     "productions",
     "seo",
-    "speech",
     "summarize",
     "text",
     "text_analysis",

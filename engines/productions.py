@@ -21,7 +21,8 @@ import wave
 from dataclasses import dataclass
 from typing import Any
 
-from engines import _text, chain, documents, providers, speech, video
+from engines import _text, chain, documents, providers, video
+from engines.audio import synthesis as speech
 from engines.base import Engine, EngineError, ProviderUnavailable
 from engines.blob import Blob
 

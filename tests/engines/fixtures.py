@@ -170,7 +170,7 @@ def rendered(filename: str, *arguments: str) -> Blob:
     import tempfile
     from pathlib import Path
 
-    from engines.speech import ffmpeg_executable
+    from engines.audio._ffmpeg import ffmpeg_executable
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / filename

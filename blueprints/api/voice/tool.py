@@ -2,7 +2,7 @@
 
 from catalogue import Tool
 from catalogue.tool import file_schema
-from engines.speech import AUDIO_FORMATS
+from engines.audio.synthesis import AUDIO_FORMATS
 
 MAX_TEXT_CHARS = 10_000
 

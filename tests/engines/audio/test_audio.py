@@ -1,4 +1,4 @@
-"""Audio and video editing with ffmpeg (engines/audio.py) on media made by ffmpeg's own sources."""
+"""Audio and video editing with ffmpeg (engines/audio/) on media made by ffmpeg's own sources."""
 
 import io
 import wave
@@ -6,7 +6,8 @@ import wave
 import pytest
 
 from engines import EngineError, get_engine
-from engines.audio import MAX_SECONDS, _tempo_filters, probe
+from engines.audio._ffmpeg import MAX_SECONDS, probe
+from engines.audio._formats import _tempo_filters
 from engines.blob import Blob
 from tests.engines import fixtures
 
@@ -230,7 +231,7 @@ def test_a_video_without_sound_is_refused_as_audio():
 
 
 def test_media_longer_than_the_limit_is_refused(monkeypatch, stereo_mp3):
-    monkeypatch.setattr("engines.audio.MAX_SECONDS", 2)
+    monkeypatch.setattr("engines.audio._ffmpeg.MAX_SECONDS", 2)
     with pytest.raises(EngineError, match="longer than 0 minutes"):
         edit("convert", audio=stereo_mp3, format="wav")
     assert MAX_SECONDS == 30 * 60

