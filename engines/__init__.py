@@ -25,13 +25,12 @@ _MODULES = (
     "llm",
     "ocr",
     "productions",
-    "seo",
     "summarize",
     "text",
     "text_analysis",
     "video",
     "vision",
-    "webpage",
+    "web",
 )
 
 __all__ = [
