@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from engines import _text
+from engines import _data, _text
 from engines.base import EngineError
 
 Match = dict[str, Any]
@@ -18,20 +17,8 @@ _DATA = Path(__file__).with_name("data")
 
 
 def load_data(name: str) -> Any:
-    """A file of ``engines/text/data``: a ``.txt`` file as a tuple of its lines (blank lines and
-    ``#`` comments skipped), a ``.json`` file as its value with every array a tuple."""
-
-    def tuples(value: Any) -> Any:
-        if isinstance(value, list):
-            return tuple(tuples(item) for item in value)
-        if isinstance(value, dict):
-            return {key: tuples(item) for key, item in value.items()}
-        return value
-
-    text = (_DATA / name).read_text(encoding="utf-8")
-    if name.endswith(".json"):
-        return tuples(json.loads(text))
-    return tuple(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    """A file of ``engines/text/data``, read by ``engines._data.load_data``."""
+    return _data.load_data(_DATA / name)
 
 
 def _round(value: float, digits: int = 2) -> float:
