@@ -288,7 +288,9 @@ def test_the_in_process_queue_starts_the_sweep_with_its_first_job(embedded_app, 
         _submit(embedded_app.test_client(), raw)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            if db.session.get(Run, orphan, populate_existing=True).status == "failed":
+            # The run's end is committed, then announced: wait for both.
+            failed = db.session.get(Run, orphan, populate_existing=True).status == "failed"
+            if failed and ("tool.failed", orphan) in events:
                 break
             db.session.rollback()
             time.sleep(0.05)
