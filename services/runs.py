@@ -220,7 +220,7 @@ def _run_then_admit(
     if reservation.entry is not None:
         recorder().journaled(reservation.entry, rows)
     else:  # a quota store that journals nothing (none does today): journal on its own
-        recorder().record(*(row for _, row in rows))
+        recorder().record(run.row(), ledger)
     return RunResult(run, reservation)
 
 
