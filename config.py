@@ -91,8 +91,9 @@ class Config:
     # Request bodies: text requests and requests carrying files (DESIGN.md section 5).
     MAX_TEXT_BODY = 1024 * 1024
     MAX_CONTENT_LENGTH = 25 * 1024 * 1024
-    # How long a resolved key may be served from the process cache; revocation and plan
-    # changes reach every process within this time (the promise is one second).
+    # How long a resolved key is served from the process cache (a stale one a little longer,
+    # while one request reloads it: services/keys.py); revocation and plan changes reach
+    # every process within twice this time (the promise is one second).
     KEY_CACHE_SECONDS = 0.5
     # Inline runs' rows are written in batches this often (0: before the request ends).
     RUN_RECORD_DELAY = 0.05
