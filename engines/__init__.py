@@ -7,12 +7,9 @@ tool in the catalogue names its engine and the engine parameters it runs with.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engines.base import Engine, EngineError, ProviderUnavailable
-
-if TYPE_CHECKING:
-    from catalogue import Tool
+from engines.base import Engine, EngineError, ProviderUnavailable, ToolSpec
 
 # The modules (or packages) that hold engines, each in an ``ENGINES`` tuple.
 _MODULES = (
@@ -37,6 +34,7 @@ __all__ = [
     "Engine",
     "EngineError",
     "ProviderUnavailable",
+    "ToolSpec",
     "engine_names",
     "get_engine",
     "run_tool",
@@ -66,7 +64,7 @@ def engine_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-def run_tool(tool: Tool, inputs: dict[str, Any]) -> dict[str, Any]:
+def run_tool(tool: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
     """Run ``tool`` on inputs already validated and completed with defaults.
 
     Raises EngineError for input the engine cannot process (422) and ProviderUnavailable when

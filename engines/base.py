@@ -7,12 +7,18 @@ import functools
 import importlib.util
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-
-if TYPE_CHECKING:
-    from catalogue import Tool
+from typing import Any, ClassVar, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class ToolSpec(Protocol):
+    """What an engine reads of a tool definition (the catalogue's ``Tool`` is one): engines
+    depend on nothing above them."""
+
+    engine: str
+    params: dict[str, Any]
+    output: dict[str, Any]
 
 
 class EngineError(Exception):
@@ -61,7 +67,7 @@ class Engine:
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
-    def run_tool(self, tool: Tool, inputs: dict[str, Any]) -> dict[str, Any]:
+    def run_tool(self, tool: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
         """Run ``tool``; engines that need more of the tool than its params override this."""
         return self.run(inputs, tool.params)
 

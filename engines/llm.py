@@ -18,15 +18,12 @@ import json
 import re
 import string
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from engines import chain
-from engines.base import Engine, ProviderUnavailable
-
-if TYPE_CHECKING:
-    from catalogue import Tool
+from engines.base import Engine, ProviderUnavailable, ToolSpec
 
 FORMATS = ("text", "markdown", "json", "list")
 DEFAULT_FORMAT = "text"
@@ -314,7 +311,7 @@ class LlmChatEngine(Engine):
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         return generate(inputs, params)
 
-    def run_tool(self, tool: Tool, inputs: dict[str, Any]) -> dict[str, Any]:
+    def run_tool(self, tool: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
         """Run ``tool`` with its output schema, which json tools hold their model to."""
         return generate(inputs, tool.params, output_schema=tool.output)
 

@@ -17,14 +17,11 @@ from __future__ import annotations
 import base64
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engines import chain, llm
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, ToolSpec
 from engines.blob import Blob
-
-if TYPE_CHECKING:
-    from catalogue import Tool
 
 # What OpenAI-compatible vision models take (GIF: its first frame).
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
@@ -133,7 +130,7 @@ class VisionChatEngine(Engine):
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         return generate(inputs, params)
 
-    def run_tool(self, tool: Tool, inputs: dict[str, Any]) -> dict[str, Any]:
+    def run_tool(self, tool: ToolSpec, inputs: dict[str, Any]) -> dict[str, Any]:
         """Run ``tool`` with its output schema, which json tools hold their model to."""
         return generate(inputs, tool.params, output_schema=tool.output)
 
