@@ -168,7 +168,18 @@ def test_a_caller_waiting_when_redis_goes_gets_202_and_the_status_url(
     monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
     client = outage_app.test_client()
     raw = _key()
-    outage = threading.Timer(0.5, redis_server.stop)  # no worker: the caller still waits
+    queued = redis.Redis.from_url(redis_server.url)
+
+    def stop_once_queued():
+        # No worker: the caller is still waiting when Redis goes. Stopping on a fixed timer
+        # raced a slow machine, where Redis went before the call was admitted (a 503).
+        deadline = time.monotonic() + 8
+        while not queued.llen("rq:queue:default") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        redis_server.stop()
+
+    outage = threading.Thread(target=stop_once_queued)
     outage.start()
     try:
         response = client.post(DISPATCH, headers={**auth(raw), "Prefer": "wait=10"}, json=TEXT)
