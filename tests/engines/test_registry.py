@@ -192,7 +192,7 @@ def test_the_registry_refuses_two_engines_with_one_name(monkeypatch):
     class Twin(Engine):
         name = "text.counts"
 
-    monkeypatch.setattr(engines.text_analysis, "ENGINES", (*engines.text_analysis.ENGINES, Twin()))
+    monkeypatch.setattr(engines.text, "ENGINES", (*engines.text.ENGINES, Twin()))
     with pytest.raises(RuntimeError, match="Two engines are named text.counts."):
         engines._build_registry()
 

@@ -1,4 +1,4 @@
-"""Summarizing engines: extractive summaries, key points and document statistics."""
+"""``summarize.*`` (engines/text/summary.py): extractive summaries, key points, statistics."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Document summarizing: extractive summaries and key points (sumy), document statistics."""
+"""``summarize.*``: extractive summaries and key points (sumy), document statistics."""
 
 from __future__ import annotations
 
@@ -140,9 +140,3 @@ class DocumentStatisticsEngine(Engine):
             "lexical_diversity": round(len(set(lowered)) / len(lowered), 3),
             "top_terms": [{"term": term, "count": count} for term, count in top],
         }
-
-
-ENGINES = (
-    ExtractiveSummaryEngine(),
-    DocumentStatisticsEngine(),
-)
