@@ -8,6 +8,7 @@ import re
 from datetime import UTC, date, datetime, time
 from typing import Any
 
+from engines._json import parse_json
 from engines.base import EngineError
 
 MAX_DEPTH = 64
@@ -49,22 +50,12 @@ def _bounded(text: str) -> str:
     return text
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _parse_json(text: str, what: str = "The JSON") -> Any:
     """Parse JSON text, with errors that give the line and column."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise EngineError(
-            f"{what} is invalid: line {error.lineno}, column {error.colno}: {error.msg}."
-        ) from None
+        value = parse_json(text, f"{what} is invalid")
     except RecursionError:
         raise EngineError(f"{what} is nested more than {MAX_DEPTH} levels deep.") from None
-    except ValueError as error:  # NaN and Infinity, which Python would otherwise accept
-        raise EngineError(f"{what} is invalid: {error}.") from None
     _check_size(value, what)
     return value
 
