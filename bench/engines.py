@@ -381,7 +381,7 @@ def llm_missing() -> str | None:
 
 
 def bench_ocr(result: Result, args: argparse.Namespace) -> None:
-    from engines import ocr
+    from engines.documents import ocr
 
     page, lines = ocr_page()
     source = "".join(lines)

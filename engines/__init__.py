@@ -20,7 +20,6 @@ _MODULES = (
     "imagegen",
     "images",
     "llm",
-    "ocr",
     "productions",
     "text",
     "video",

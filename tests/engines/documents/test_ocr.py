@@ -11,11 +11,11 @@ for module in ("rapidocr", "onnxruntime", "cv2", "PIL"):
 
 from engines.base import EngineError  # noqa: E402
 from engines.blob import Blob  # noqa: E402
-from engines.ocr import OcrEngine  # noqa: E402
+from engines.documents.ocr import OcrEngine  # noqa: E402
 from tests.engines.fixtures import solid_image, text_image  # noqa: E402
 
 engine = OcrEngine()
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_the_models_load_and_run_with_the_network_blocked():
         "def refuse(*args, **kwargs): raise OSError('network blocked by the test')\n"
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
-        "from engines.ocr import OcrEngine\n"
+        "from engines.documents.ocr import OcrEngine\n"
         "from tests.engines.fixtures import text_image\n"
         "print(OcrEngine().run({'image': text_image('OFFLINE 1')}, {})['text'])\n"
     )
@@ -115,7 +115,7 @@ def line(text, x, y, width=None, height=20, confidence=0.99):
 @pytest.fixture
 def shaped(monkeypatch):
     """``shaped(mode, lines, **inputs)``: run a mode on lines as if the model had read them."""
-    import engines.ocr as ocr
+    import engines.documents.ocr as ocr
 
     def run(mode, lines, **inputs):
         read = {
@@ -179,7 +179,7 @@ def test_receipt_without_a_total_line_takes_the_largest_amount(shaped):
     ],
 )
 def test_dates_in_common_formats(written, iso):
-    from engines.ocr import _dates
+    from engines.documents.ocr_fields import _dates
 
     assert [found["iso"] for found in _dates(f"Date: {written}")] == ([iso] if iso else [])
 
@@ -189,7 +189,7 @@ def test_dates_in_common_formats(written, iso):
     [("1,234.56", 1234.56), ("1.234,56", 1234.56), ("12,50", 12.5), ("€ 7.05", 7.05)],
 )
 def test_amounts_in_either_decimal_style(written, value):
-    from engines.ocr import _amounts
+    from engines.documents.ocr_fields import _amounts
 
     assert _amounts(written) == [value]
 
