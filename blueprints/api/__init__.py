@@ -92,6 +92,7 @@ class StatelessApiSessions(SecureCookieSessionInterface):
 
 def register_api(app) -> None:
     from blueprints.api.audiobooks.routes import blp as audiobooks_blp
+    from blueprints.api.deprecation import register as register_deprecations
     from blueprints.api.files.routes import blp as files_blp
     from blueprints.api.health.routes import blp as health_blp
     from blueprints.api.images.routes import blp as images_blp
@@ -131,6 +132,8 @@ def register_api(app) -> None:
     api.spec.components.security_scheme(
         "BearerKey", {"type": "http", "scheme": "bearer", "description": "The same API key."}
     )
+    # Before the blueprints: the OpenAPI operations are marked as they are added.
+    register_deprecations(app, api)
     plan_gated = (images_blp, voice_blp, video_blp, audiobooks_blp)
     for blp in (
         whoami_blp,

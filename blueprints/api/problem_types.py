@@ -136,6 +136,14 @@ _TYPES = (
         "Run the tool again to make a new file.",
     ),
     ProblemType(
+        "endpoint_sunset", (410,), "The endpoint has been retired",
+        "The endpoint was deprecated and its sunset date has passed, so it no longer does "
+        "anything; replacement names the endpoint that took its place, and the changelog "
+        "entry (linked from changelog) says what changed.",
+        "Move to the replacement endpoint. Deprecated endpoints announce their sunset at "
+        "least six months ahead in Deprecation and Sunset headers and at /api/changelog/.",
+    ),
+    ProblemType(
         "payload_too_large", (413,), "The body is too large",
         "The body is over what the endpoint accepts: 1 MiB for JSON text, 25 MiB for "
         "requests carrying files.",
