@@ -58,6 +58,7 @@ def file_schema(media_type: str) -> dict[str, Any]:
 
 # Every plan includes the tools of the plans before it.
 _PLAN_ORDER = ("free", "starter", *TOOL_PLANS)
+_PLAN_RANK = {plan: rank for rank, plan in enumerate(_PLAN_ORDER)}
 
 _TYPE_NAMES = {
     "string": "a string",
@@ -303,13 +304,80 @@ class Catalogue:
             raise ValueError(f"Unknown category {category!r}.")
         if plan is not None and plan not in _PLAN_ORDER:
             raise ValueError(f"Unknown plan {plan!r}.")
-        rank = _PLAN_ORDER.index(plan) if plan is not None else len(_PLAN_ORDER)
+        if category is None and plan is None:
+            return list(self.tools.values())
+        rank = _PLAN_RANK[plan] if plan is not None else len(_PLAN_ORDER)
         return [
             tool
             for tool in self.tools.values()
             if (category is None or tool.category == category)
-            and _PLAN_ORDER.index(tool.required_plan) <= rank
+            and _PLAN_RANK[tool.required_plan] <= rank
         ]
+
+    def search(
+        self, q: str | None = None, category: str | None = None, plan: str | None = None
+    ) -> list[Tool]:
+        """Tools of ``category`` that ``plan`` may run (as ``filter``) whose name, summary or
+        slug holds every word of ``q``, ignoring case: the site's search, and the API's
+        should it take one.
+
+        Without words in ``q``, ``filter``'s list (sorted by slug). With words, the best
+        matches first: the whole query in the name, then every word in the name, then in
+        the name or slug, then anywhere (slug order within each). ``q`` may be any text: only
+        its first ``MAX_QUERY_CHARS`` characters and ``MAX_QUERY_WORDS`` words are read.
+        Raises ValueError for an unknown category or plan.
+        """
+        tools = self.filter(category=category, plan=plan)
+        words = query_words(q)
+        if not words:
+            return tools
+        key = (tuple(words), category, plan)
+        cached = self._searches.get(key)
+        if cached is None:
+            cached = self._search(words, tools, everything=category is None and plan is None)
+            if len(self._searches) >= _SEARCHES_KEPT:
+                self._searches.clear()
+            self._searches[key] = cached
+        return list(cached)
+
+    def _search(self, words: list[str], tools: list[Tool], everything: bool) -> tuple[Tool, ...]:
+        index = self._search_index
+        entries = list(index.values()) if everything else [index[t.slug] for t in tools]
+        # Every word somewhere: in the three fields together, which a word (it holds no
+        # white space) cannot straddle.
+        for word in words:
+            entries = [entry for entry in entries if word in entry[3]]
+        phrase = " ".join(words)
+        ranked = []
+        for name, slug, _, _, tool in entries:
+            rank = 0 if phrase in name else 1
+            for word in words:
+                if word in name:
+                    continue
+                if word in slug:
+                    rank = 2
+                else:  # in the summary
+                    rank = 3
+                    break
+            ranked.append((rank, slug, tool))
+        ranked.sort(key=lambda match: match[:2])
+        return tuple(tool for _, _, tool in ranked)
+
+    @cached_property
+    def _search_index(self) -> dict[str, tuple[str, str, str, str, Tool]]:
+        """Each tool's name, slug, summary and the three together as ``search`` compares
+        them (case-folded), and the tool, in slug order; built once."""
+        index = {}
+        for tool in self.tools.values():
+            name, slug, summary = _folded(tool.name), _folded(tool.slug), _folded(tool.summary)
+            index[tool.slug] = (name, slug, summary, f"{name}\n{slug}\n{summary}", tool)
+        return index
+
+    @cached_property
+    def _searches(self) -> dict[tuple, tuple[Tool, ...]]:
+        """The last searches' results (people search the same words, and type the same
+        first letters): at most ``_SEARCHES_KEPT``, forgotten all at once past it."""
+        return {}
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -319,6 +387,25 @@ class Catalogue:
 
     def __contains__(self, slug: object) -> bool:
         return slug in self.tools
+
+
+# What ``Catalogue.search`` reads of a query: longer ones are cut, not refused.
+MAX_QUERY_CHARS = 200
+MAX_QUERY_WORDS = 12
+_SEARCHES_KEPT = 512
+
+
+def _folded(text: str) -> str:
+    """``text`` as search compares it: case-folded, with runs of white space as one space."""
+    return " ".join(text.casefold().split())
+
+
+def query_words(q: str | None) -> list[str]:
+    """The words ``Catalogue.search`` looks for in ``q`` (case-folded, each once, in order)."""
+    if not q:
+        return []
+    words = _folded(q[:MAX_QUERY_CHARS]).split()
+    return list(dict.fromkeys(words))[:MAX_QUERY_WORDS]
 
 
 def _has_media_type(schema: Any) -> bool:
