@@ -1,12 +1,40 @@
-from flask import Blueprint, abort, render_template, request, url_for
+from collections import Counter
+
+from flask import Blueprint, abort, current_app, render_template, request, url_for
 
 from blueprints.api.problem_types import BY_SLUG, PROBLEM_TYPES
-from catalogue import load_catalogue
+from catalogue import Workflow
 from extensions import db, login_manager
 from models import User
 from services.plans import all_plans
 
 bp = Blueprint("site", __name__)
+
+# Workflows the home page shows (those that exist, in this order; then others, up to 6).
+FEATURED_WORKFLOWS = (
+    "content-creator",
+    "podcast-repurposer",
+    "meeting-recap",
+    "seo-article",
+    "document-to-video",
+    "product-launch",
+)
+FEATURED_COUNT = 6
+# Category slugs as people read them (any other: its words, capitalized).
+CATEGORY_LABELS = {
+    "seo": "SEO",
+    "ocr": "OCR",
+    "voice-audio": "Voice and audio",
+    "social-marketing": "Social media marketing",
+    "document-summarizing": "Document summaries",
+    "code-helpers": "Code helpers",
+}
+
+
+@bp.app_template_filter("category_label")
+def category_label(category: str) -> str:
+    """``image-editing`` → "Image editing"; see CATEGORY_LABELS."""
+    return CATEGORY_LABELS.get(category) or category.replace("-", " ").capitalize()
 
 
 @login_manager.user_loader
@@ -16,19 +44,44 @@ def load_user(user_id: str) -> User | None:
 
 @bp.get("/")
 def home():
-    """The landing page."""
-    catalogue = load_catalogue()
+    """The landing page: what it is, a search, the categories with their counts, featured
+    workflows and where the API starts."""
+    catalogue = current_app.extensions["catalogue"]
+    counts = Counter(tool.category for tool in catalogue)
     return render_template(
-        "site/home.html", tool_count=len(catalogue.tools), categories=catalogue.categories()
+        "site/home.html",
+        tool_count=len(catalogue),
+        categories=[(category, counts[category]) for category in catalogue.categories()],
+        workflows=featured_workflows(),
+        workflow_count=len(current_app.extensions["workflows"]),
+        visitor_runs=_visitor_runs(),
     )
 
 
 @bp.get("/pricing")
 def pricing():
-    """Plans and what each includes; ``?plan=`` highlights one."""
+    """Plans and what each includes; ``?plan=`` highlights one (an unknown one is ignored)."""
+    plans = all_plans()
+    wanted = (request.args.get("plan") or "").strip().lower()
     return render_template(
-        "site/pricing.html", plans=list(all_plans().values()), wanted=request.args.get("plan")
+        "site/pricing.html",
+        plans=list(plans.values()),
+        wanted=wanted if wanted in plans else None,
+        visitor_runs=_visitor_runs(),
     )
+
+
+def featured_workflows(limit: int = FEATURED_COUNT) -> list[Workflow]:
+    found = current_app.extensions["workflows"]
+    first = [found.get(wid) for wid in FEATURED_WORKFLOWS if found.get(wid) is not None]
+    rest = [workflow for workflow in found if workflow not in first]
+    return (first + rest)[:limit]
+
+
+def _visitor_runs() -> int:
+    """Tool runs a day in the browser without an account (the free plan's web runs)."""
+    free = all_plans().get("free")
+    return (free.web_runs_per_day or 0) if free else 0
 
 
 @bp.get("/docs")
