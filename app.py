@@ -5,14 +5,14 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from inspect import iscoroutinefunction
 from types import MethodType
 from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-from flask import Flask, Request, current_app, g, request
+from flask import Flask, Request, current_app, g, has_app_context, request
 from flask.json.provider import DefaultJSONProvider
 from sqlalchemy import event, exc
 from werkzeug.datastructures import MultiDict
@@ -164,6 +164,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     if test_config:
         app.config.update(test_config)
     register_secret_key(app)
+    register_engine_settings()
     register_logging(app)
     register_extensions(app)
     register_catalogue(app)
@@ -187,6 +188,20 @@ def register_secret_key(app: Flask) -> None:
         config.INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
         key_file.write_text(secrets.token_hex(32))
     app.config["SECRET_KEY"] = key_file.read_text().strip()
+
+
+def engine_settings() -> Mapping[str, Any]:
+    """The settings the engines read: the current app's config; outside an app context (a
+    script, a thread of its own), the defaults overlaid with the environment."""
+    return current_app.config if has_app_context() else config.settings()
+
+
+def register_engine_settings() -> None:
+    """The engines take no Flask: they read their settings (the model provider's) from the
+    source installed here."""
+    from engines.models import providers
+
+    providers.read_settings_from(engine_settings)
 
 
 def register_logging(app: Flask) -> None:

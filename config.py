@@ -164,3 +164,10 @@ class Config:
             "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
         }
         return settings
+
+
+def settings() -> dict:
+    """``Config``'s defaults overlaid with the environment: the settings outside an app (those
+    the engines read until ``create_app`` installs the app's, see ``app.engine_settings``)."""
+    defaults = {name: getattr(Config, name) for name in dir(Config) if name.isupper()}
+    return {**defaults, **Config.from_env()}

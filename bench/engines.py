@@ -372,7 +372,7 @@ def stt_missing() -> str | None:
 
 
 def llm_missing() -> str | None:
-    from engines import local_llm
+    from engines.models import local_llm
 
     return local_llm.unavailable_reason()
 
@@ -442,7 +442,7 @@ def bench_tts(voice: str, loader: str) -> Measure:
 
 
 def bench_llm(result: Result, args: argparse.Namespace) -> None:
-    from engines import local_llm
+    from engines.models import local_llm
 
     result.load_s, server = timed(local_llm.load)
     request = {

@@ -17,13 +17,9 @@ _MODULES = (
     "code",
     "convert",
     "documents",
-    "imagegen",
     "images",
-    "llm",
-    "productions",
+    "models",
     "text",
-    "video",
-    "vision",
     "web",
 )
 

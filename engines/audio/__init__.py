@@ -1,9 +1,10 @@
-"""Local audio, video and speech engines: ffmpeg edits and facts, transcription and synthesis."""
+"""Local audio, video and speech engines: ffmpeg edits and facts, speech, narrated slideshows."""
 
 from __future__ import annotations
 
 from engines.audio.analysis import AudioInspectEngine
 from engines.audio.edit import AudioEditEngine
+from engines.audio.slideshow import VideoRenderEngine
 from engines.audio.synthesis import SynthesizeEngine
 from engines.audio.transcription import TranscribeEngine
 from engines.audio.video_edit import VideoEditEngine
@@ -15,6 +16,7 @@ ENGINES: tuple[Engine, ...] = (
     AudioInspectEngine(),
     VideoEditEngine(),
     VideoInspectEngine(),
+    VideoRenderEngine(),
     TranscribeEngine(),
     SynthesizeEngine(),
 )

@@ -111,7 +111,7 @@ class VideoInspectEngine(Engine):
     ) -> dict[str, Any]:
         from PIL import Image, ImageDraw
 
-        from engines.video import _font
+        from engines.audio.slideshow import _font
 
         columns, rows = inputs["columns"], inputs["rows"]
         count = columns * rows

@@ -15,7 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from catalogue import Tool, load_catalogue
-from engines import llm, local_llm, providers
+from engines.models import breaker, llm, local_llm, providers
 from extensions import db
 from services import accounts, keys
 from tests.conftest import auth, embedded_app_at
@@ -145,9 +145,9 @@ def test_the_output_schema_fits_the_format(slug):
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch):
     monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
-    providers.reset_breakers()
+    breaker.reset_breakers()
     yield
-    providers.reset_breakers()
+    breaker.reset_breakers()
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,11 @@ import pytest
 from flask import Flask
 from jsonschema import Draft202012Validator
 
+from app import engine_settings
 from catalogue import load_catalogue
 from config import Config
-from engines import providers, run_tool
+from engines import run_tool
+from engines.models import breaker, providers
 from tests.fakes import FakeOpenAI
 
 
@@ -27,13 +29,20 @@ def run():
 # --- engines on the model provider: a fake OpenAI-compatible server, no retry pauses ------
 
 
+@pytest.fixture(autouse=True, scope="session")
+def app_settings():
+    """The engines read the settings as ``create_app`` has them read (the current app's config),
+    so that the bare apps of these tests can stand in for the app."""
+    providers.read_settings_from(engine_settings)
+
+
 @pytest.fixture
 def no_provider_waits(monkeypatch):
     """Retries without their back-off pauses, and every circuit breaker closed."""
     monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
-    providers.reset_breakers()
+    breaker.reset_breakers()
     yield
-    providers.reset_breakers()
+    breaker.reset_breakers()
 
 
 @pytest.fixture

@@ -138,7 +138,7 @@ def test_run_tool_gives_a_model_tool_its_output_schema(monkeypatch):
         seen.update(inputs=inputs, params=params, output_schema=output_schema)
         return {"text": "ok"}
 
-    monkeypatch.setattr(engines.llm, "generate", generate)
+    monkeypatch.setattr(engines.models.llm, "generate", generate)
     tool = next(tool for tool in load_catalogue() if tool.engine == "llm.chat")
     inputs = tool.with_defaults(tool.examples[0]["input"])
 

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from catalogue import load_catalogue
-from engines import local_llm
 from engines.base import ProviderUnavailable, stop_requested, stop_signal
 from engines.blob import Blob
+from engines.models import local_llm
 from extensions import db
 from models import Run, StoredFile, UsageEvent
 from services import accounts, keys, storage

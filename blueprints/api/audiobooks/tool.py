@@ -3,7 +3,7 @@
 from blueprints.api.voice.tool import VOICE_FIELDS
 from catalogue import Tool
 from catalogue.tool import MAX_FILE_CHARS, file_schema
-from engines.productions import MAX_BOOK_CHARS, MAX_CHAPTERS
+from engines.models.productions import MAX_BOOK_CHARS, MAX_CHAPTERS
 
 CHAPTER_SCHEMA = {
     "type": "object",

@@ -2,7 +2,7 @@
 
 from catalogue import Tool
 from catalogue.tool import file_schema
-from engines.productions import IMAGE_SIZES, MAX_IMAGES
+from engines.models.productions import IMAGE_SIZES, MAX_IMAGES
 
 GENERATE_IMAGES = Tool(
     slug="images/generate",

@@ -3,8 +3,8 @@
 from blueprints.api.voice.tool import VOICE_FIELDS
 from catalogue import Tool
 from catalogue.tool import MAX_FILE_CHARS, file_schema
-from engines.productions import MAX_SCENES, MAX_SCRIPT_CHARS
-from engines.video import ASPECT_RATIOS, RESOLUTIONS
+from engines.audio.slideshow import ASPECT_RATIOS, RESOLUTIONS
+from engines.models.productions import MAX_SCENES, MAX_SCRIPT_CHARS
 
 GENERATE_VIDEO = Tool(
     slug="video/generate",

@@ -12,7 +12,7 @@ from blueprints.api.plan_gated import (
 )
 from blueprints.api.voice.schemas import VoiceListSchema
 from blueprints.api.voice.tool import SPEAK
-from engines import productions
+from engines.models import productions
 
 blp = Blueprint(
     "voice", __name__, url_prefix="/v1", description="Speak text; list voices (Creator plan)."

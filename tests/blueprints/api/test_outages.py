@@ -20,7 +20,7 @@ import redis
 import jobs.runs
 from app import create_app
 from catalogue import load_catalogue
-from engines import local_llm, providers
+from engines.models import breaker, local_llm, providers
 from extensions import db
 from models import Run
 from services import clock, quota
@@ -300,7 +300,7 @@ def provider_app(embedded_app, monkeypatch):
 @pytest.fixture
 def breaker_clock(monkeypatch):
     now = [time.monotonic()]
-    monkeypatch.setattr(providers, "_now", lambda: now[0])
+    monkeypatch.setattr(breaker, "_now", lambda: now[0])
     return now
 
 
@@ -357,13 +357,13 @@ def test_provider_gone_mid_run_is_503_then_runs_succeed_when_it_is_back(
         assert response.status_code == 503, response.get_json()
         assert response.get_json()["code"] == "provider_unavailable"
         assert int(response.headers["Retry-After"]) >= 1
-    assert providers.breaker_for(fake.base_url).state == "open"
+    assert breaker.breaker_for(fake.base_url).state == "open"
     who = client.get(WHOAMI, headers=auth(raw)).get_json()
     assert who["usage"]["calls_today"] == 1  # failed runs gave their quota back
 
     _same_port(monkeypatch, port)
     with FakeOpenAI():  # back at the same URL
-        breaker_clock[0] += providers.BREAKER_OPEN_SECONDS + 1  # the breaker lets a probe by
+        breaker_clock[0] += breaker.BREAKER_OPEN_SECONDS + 1  # the breaker lets a probe by
         response = client.post(DISPATCH, headers=auth(raw), json=CODE)
         assert response.status_code == 200, response.get_json()
         assert response.get_json()["status"] == "succeeded"

@@ -88,10 +88,10 @@ def fake():
 @pytest.fixture
 def provider_client(fake, tmp_path, monkeypatch):
     """The embedded default with the fake server as its model provider."""
-    from engines import providers
+    from engines.models import breaker, providers
 
     monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
-    providers.reset_breakers()
+    breaker.reset_breakers()
     app = create_app(
         app_config(
             SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'provider.db'}",
@@ -107,7 +107,7 @@ def provider_client(fake, tmp_path, monkeypatch):
         db.session.remove()
         db.engine.dispose()
     keys.forget()
-    providers.reset_breakers()
+    breaker.reset_breakers()
 
 
 # --- plans and refusals (PostgreSQL and Redis) ---------------------------------------------

@@ -7,7 +7,7 @@ input fields are the engine's own rather than the template's: ``size`` and ``cou
 the defaults within the bounds the tool's input schema declares (and the engine's own,
 ``SIDE_RANGE`` and ``MAX_COUNT``), and ``avoid`` adds to the negative prompt.
 
-The images come from the configured provider (``engines.chain.generate_images``): with none,
+The images come from the configured provider (``engines.models.chain.generate_images``): with none,
 the engine is unavailable. The output holds the images (Blobs the API stores and answers as
 file URLs) and what was asked for: the prompt, the style, the negative prompt and the size.
 """
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engines import chain, llm
 from engines.base import Engine, EngineError
+from engines.models import chain, llm
 
 SIZE_FIELD = "size"
 COUNT_FIELD = "count"

@@ -7,9 +7,10 @@ import pytest
 from flask import Flask
 
 from config import Config
-from engines import get_engine, productions, providers
+from engines import get_engine
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.models import breaker, productions, providers
 from tests.engines.fixtures import epub_document, solid_image, wav_seconds
 from tests.fakes import FakeOpenAI
 
@@ -31,10 +32,10 @@ def provider(fake):
     app = Flask(__name__)
     app.config.from_object(Config)
     app.config.update(AI_BASE_URL=fake.base_url, AI_TIMEOUT_SECONDS=5.0)
-    providers.reset_breakers()
+    breaker.reset_breakers()
     with app.app_context():
         yield fake
-    providers.reset_breakers()
+    breaker.reset_breakers()
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from jsonschema import Draft202012Validator
 
 from catalogue import load_catalogue
 from config import Config
-from engines import chain, llm, local_llm, providers
 from engines.base import EngineError, ProviderUnavailable
+from engines.models import breaker, chain, llm, local_llm, providers
 from tests.fakes import FakeOpenAI
 
 PARAMS = {
@@ -35,9 +35,9 @@ def make_app(base_url=None, **overrides):
 @pytest.fixture(autouse=True)
 def no_waiting(monkeypatch):
     monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
-    providers.reset_breakers()
+    breaker.reset_breakers()
     yield
-    providers.reset_breakers()
+    breaker.reset_breakers()
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ import pytest
 from flask import Flask
 
 from config import Config
-from engines import providers
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.models import breaker, providers
+from engines.models.breaker import CircuitBreaker
 from tests.fakes import FakeOpenAI, openai_server
 
 API_KEY = "sk-test-4f9d2c7a1b8e6f3d"
@@ -58,16 +59,16 @@ def delays(monkeypatch):
     """Backoff and Retry-After waits are recorded instead of slept."""
     slept = []
     monkeypatch.setattr(providers, "_sleep", slept.append)
-    providers.reset_breakers()
+    breaker.reset_breakers()
     yield slept
-    providers.reset_breakers()
+    breaker.reset_breakers()
 
 
 @pytest.fixture
 def logs(caplog, monkeypatch):
     """The adapter's log records from DEBUG up (Alembic's fileConfig disables old loggers)."""
-    monkeypatch.setattr(logging.getLogger("engines.providers"), "disabled", False)
-    caplog.set_level(logging.DEBUG, logger="engines.providers")
+    monkeypatch.setattr(logging.getLogger("engines.models.providers"), "disabled", False)
+    caplog.set_level(logging.DEBUG, logger="engines.models.providers")
     return caplog
 
 
@@ -287,7 +288,7 @@ def test_an_unreachable_provider_is_provider_unavailable():
 @pytest.fixture
 def clock(monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr(providers, "_now", lambda: now[0])
+    monkeypatch.setattr(breaker, "_now", lambda: now[0])
     return now
 
 
@@ -298,7 +299,7 @@ def test_the_breaker_opens_after_five_failures_then_lets_one_probe_through(ai_ap
     with pytest.raises(ProviderUnavailable):
         chat()  # attempts 4-5 fail, the breaker opens, no third attempt
     assert len(fake.calls("/v1/chat/completions")) == 5
-    assert providers.breaker_for(fake.base_url).state == "open"
+    assert breaker.breaker_for(fake.base_url).state == "open"
 
     with pytest.raises(ProviderUnavailable, match="calls are paused") as caught:
         chat()
@@ -306,14 +307,14 @@ def test_the_breaker_opens_after_five_failures_then_lets_one_probe_through(ai_ap
     assert caught.value.retry_after == 30
 
     clock[0] += 30
-    assert providers.breaker_for(fake.base_url).state == "half-open"
+    assert breaker.breaker_for(fake.base_url).state == "half-open"
     assert chat().startswith("Deterministic answer")
-    assert providers.breaker_for(fake.base_url).state == "closed"
+    assert breaker.breaker_for(fake.base_url).state == "closed"
     assert len(fake.calls("/v1/chat/completions")) == 6
 
 
 def test_a_half_open_breaker_admits_a_single_probe(clock):
-    breaker = providers.CircuitBreaker(threshold=2, open_seconds=30)
+    breaker = CircuitBreaker(threshold=2, open_seconds=30)
     breaker.failed()
     assert breaker.allow() is True
     breaker.failed()
@@ -327,7 +328,7 @@ def test_a_half_open_breaker_admits_a_single_probe(clock):
 
 
 def test_a_failed_probe_opens_the_breaker_again(clock):
-    breaker = providers.CircuitBreaker(threshold=1, open_seconds=30)
+    breaker = CircuitBreaker(threshold=1, open_seconds=30)
     breaker.failed()
     clock[0] += 31
     assert breaker.allow() is True
@@ -338,8 +339,8 @@ def test_a_failed_probe_opens_the_breaker_again(clock):
 
 
 def test_each_base_url_has_its_own_breaker():
-    assert providers.breaker_for("http://a/v1") is providers.breaker_for("http://a/v1/")
-    assert providers.breaker_for("http://a/v1") is not providers.breaker_for("http://b/v1")
+    assert breaker.breaker_for("http://a/v1") is breaker.breaker_for("http://a/v1/")
+    assert breaker.breaker_for("http://a/v1") is not breaker.breaker_for("http://b/v1")
 
 
 # --- refusals ----------------------------------------------------------------------------

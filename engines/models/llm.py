@@ -5,8 +5,8 @@ are filled from the tool's validated inputs. Values are inserted once, as they a
 such as ``{__class__}`` stays literal text, and a template may only name plain fields (no
 attribute or index access, conversions or format specs; ``{{`` and ``}}`` are literal braces).
 
-The answer comes from the text generation chain (``engines.chain``: the configured provider,
-then the embedded model) and is shaped by ``format``: ``text`` and ``markdown`` give
+The answer comes from the text generation chain (``engines.models.chain``: the configured
+provider, then the embedded model) and is shaped by ``format``: ``text`` and ``markdown`` give
 ``{"text"}``, ``list`` gives ``{"items"}`` (parsed from bullet or numbered lines), ``json``
 gives the JSON object the model wrote. An answer that cannot be shaped is asked for once more;
 a second failure is ProviderUnavailable("the model returned malformed output").
@@ -22,8 +22,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from engines import chain
 from engines.base import Engine, ProviderUnavailable, ToolSpec
+from engines.models import chain
 
 FORMATS = ("text", "markdown", "json", "list")
 DEFAULT_FORMAT = "text"

@@ -4,9 +4,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from config import Config
-from engines import imagegen
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.models import imagegen
 from tests.engines.conftest import app_with
 
 PARAMS = {

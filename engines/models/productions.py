@@ -5,7 +5,8 @@
   voices, and the provider's voices when one is configured (``provider:<name>``).
 - ``productions.video``: a narrated video: the script (written by the text model from a topic
   when none is given), its narration, one picture per scene (supplied, generated when an image
-  provider is configured, otherwise a title card), rendered by ``video.render``.
+  provider is configured, otherwise a title card), rendered by ``video.render``
+  (``engines.audio.slideshow``).
 - ``productions.audiobook``: a text or an EPUB read chapter by chapter, one audio file each.
 
 Images and audiobooks are charged per unit of their output (``billed_units``): per image made
@@ -21,10 +22,12 @@ import wave
 from dataclasses import dataclass
 from typing import Any
 
-from engines import _text, chain, documents, providers, video
+from engines import _text, documents
+from engines.audio import slideshow
 from engines.audio import synthesis as speech
 from engines.base import Engine, EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.models import chain, providers
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +308,7 @@ class NarratedVideoEngine(Engine):
     name = "productions.video"
 
     def unavailable_reason(self) -> str | None:
-        return video.VideoRenderEngine().unavailable_reason() or _speech_unavailable()
+        return slideshow.VideoRenderEngine().unavailable_reason() or _speech_unavailable()
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         script = inputs.get("script")
@@ -320,7 +323,7 @@ class NarratedVideoEngine(Engine):
             )
         pictures = [*supplied, *self._generated(texts[len(supplied) :], inputs)]
         narration = speak("\n\n".join(texts), voice=inputs.get("voice"), fmt="wav", speed=1.0)
-        rendered = video.VideoRenderEngine().run(
+        rendered = slideshow.VideoRenderEngine().run(
             {
                 "scenes": [
                     {"text": text, "image": picture}

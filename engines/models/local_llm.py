@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.base import EngineError, ProviderUnavailable, load_once, stop_requested
-from engines.providers import settings
+from engines.models.providers import settings
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """The OpenAI-compatible provider adapter: chat, images, transcription, speech, embeddings.
 
 One HTTP API covers OpenAI, Ollama, vLLM, LM Studio, LocalAI, OpenRouter and others. It is
-configured by the app's settings, read at call time: ``AI_BASE_URL`` (for example
+configured by the settings (``settings()``: the app's, which ``create_app`` installs with
+``read_settings_from``), read at call time: ``AI_BASE_URL`` (for example
 ``https://api.openai.com/v1`` or ``http://localhost:11434/v1``), ``AI_API_KEY`` (optional: local
 servers need none), one model per capability (``AI_MODEL_CHAT``, ``AI_MODEL_IMAGE``,
 ``AI_MODEL_TRANSCRIBE``, ``AI_MODEL_SPEECH``, ``AI_MODEL_EMBED``) and ``AI_TIMEOUT_SECONDS``.
@@ -9,37 +10,40 @@ servers need none), one model per capability (``AI_MODEL_CHAT``, ``AI_MODEL_IMAG
 Every call has connect and read timeouts, is retried (at most ``MAX_ATTEMPTS`` attempts, with
 exponential backoff and jitter) on connection errors, timeouts, 408, 429 and 5xx, honouring
 ``Retry-After`` up to ``MAX_RETRY_AFTER`` seconds, and goes through a circuit breaker per base
-URL. Failures surface as the two engine errors: ``EngineError`` when the provider refuses the
-input (400, 413, 422: its message is passed on), ``ProviderUnavailable`` for everything else.
-The API key is never logged nor put in a message, and prompts are never logged above DEBUG.
+URL (``engines.models.breaker``; the HTTP session and the reading of answers are in
+``engines.models._http``). Failures surface as the two engine errors: ``EngineError`` when
+the provider refuses the input (400, 413, 422: its message is passed on),
+``ProviderUnavailable`` for everything else. The API key is never logged nor put in a
+message, and prompts are never logged above DEBUG.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
-import http.cookiejar
-import json
 import logging
 import math
-import os
 import random
-import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
-from flask import current_app, has_app_context
-from requests.adapters import HTTPAdapter
-from requests.auth import AuthBase
 
-from config import Config
+import config
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.models._http import (
+    Answer,
+    Bearer,
+    Retryable,
+    error_message,
+    parse_retry_after,
+    read_limited,
+    session,
+)
+from engines.models.breaker import breaker_for
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +56,12 @@ BACKOFF_CAP = 8.0
 MAX_RETRY_AFTER = 10.0
 # Retry-After passed on to callers is kept within this (a misbehaving provider may say a day).
 MAX_REPORTED_RETRY_AFTER = 3600
-BREAKER_THRESHOLD = 5
-BREAKER_OPEN_SECONDS = 30.0
 CONNECT_TIMEOUT_CAP = 10.0
 # JSON answers (embeddings of many texts, base64 images) and downloaded files.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024
 _RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _INPUT_STATUSES = frozenset({400, 413, 422})
-_MESSAGE_LIMIT = 500
 
 # Which setting names the model for each operation (said in errors about a missing model).
 MODEL_SETTINGS = {
@@ -99,17 +100,26 @@ _SPEECH_TYPES = {
     "pcm": "audio/pcm",
 }
 
-# Patched by tests; the breaker reads the clock and the retry loop sleeps through these.
-_now = time.monotonic
+# Patched by tests: the retry loop sleeps through this.
 _sleep = time.sleep
 
 
+# Where the settings are read from, at every call: a callable answering them as a mapping.
+SettingsSource = Callable[[], Mapping[str, Any]]
+_source: SettingsSource = config.settings
+
+
+def read_settings_from(source: SettingsSource | None) -> None:
+    """Read the settings from ``source`` from now on (the app installs its own in
+    ``create_app``); None goes back to the default, the defaults overlaid with the
+    environment (``config.settings``)."""
+    global _source
+    _source = config.settings if source is None else source
+
+
 def settings() -> Mapping[str, Any]:
-    """The app's settings; outside an app context, the defaults overlaid with the environment."""
-    if has_app_context():
-        return current_app.config
-    defaults = {name: getattr(Config, name) for name in dir(Config) if name.isupper()}
-    return {**defaults, **Config.from_env()}
+    """The settings, from the source ``read_settings_from`` installed."""
+    return _source()
 
 
 def configured() -> bool:
@@ -125,203 +135,6 @@ def redact_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
-# --- circuit breaker ---------------------------------------------------------------------
-
-
-class CircuitBreaker:
-    """Stops calling a failing provider for a while instead of making every caller wait.
-
-    Closed: calls pass and consecutive failures are counted; ``threshold`` of them open it.
-    Open: calls are refused for ``open_seconds``. Then half-open: one probe passes; its
-    success closes the breaker, its failure opens it again. Safe to share between threads.
-    """
-
-    def __init__(
-        self, threshold: int = BREAKER_THRESHOLD, open_seconds: float = BREAKER_OPEN_SECONDS
-    ) -> None:
-        self.threshold = threshold
-        self.open_seconds = open_seconds
-        self._lock = threading.Lock()
-        self._failures = 0
-        self._opened_at: float | None = None
-        self._probing = False
-
-    @property
-    def state(self) -> str:
-        with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            if _now() - self._opened_at < self.open_seconds:
-                return "open"
-            return "half-open"
-
-    def allow(self) -> bool:
-        """May a call go out now? In half-open state only the first caller gets True."""
-        with self._lock:
-            if self._opened_at is None:
-                return True
-            if _now() - self._opened_at < self.open_seconds or self._probing:
-                return False
-            self._probing = True
-            return True
-
-    def retry_after(self) -> int:
-        """Seconds until the breaker lets a probe through (at least 1)."""
-        with self._lock:
-            if self._opened_at is None:
-                return 1
-            return max(1, math.ceil(self._opened_at + self.open_seconds - _now()))
-
-    def succeeded(self) -> None:
-        with self._lock:
-            self._failures = 0
-            self._opened_at = None
-            self._probing = False
-
-    def abandon(self) -> None:
-        """The call ended without telling anything about the provider (a bug, an interrupt)."""
-        with self._lock:
-            self._probing = False
-
-    def failed(self) -> None:
-        with self._lock:
-            self._failures += 1
-            if self._probing or self._failures >= self.threshold:
-                self._opened_at = _now()
-            self._probing = False
-
-
-_breakers: dict[str, CircuitBreaker] = {}
-_breakers_lock = threading.Lock()
-
-
-def breaker_for(base_url: str) -> CircuitBreaker:
-    """The breaker shared by every call to ``base_url`` in this process."""
-    key = base_url.rstrip("/")
-    with _breakers_lock:
-        breaker = _breakers.get(key)
-        if breaker is None:
-            breaker = _breakers[key] = CircuitBreaker()
-        return breaker
-
-
-def reset_breakers() -> None:
-    """Forget every breaker's state (tests)."""
-    with _breakers_lock:
-        _breakers.clear()
-
-
-# --- HTTP --------------------------------------------------------------------------------
-
-
-class _Bearer(AuthBase):
-    """Bearer authentication; passed as ``auth`` so that requests never swaps in ~/.netrc
-    credentials and drops the header on a redirect to another host."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = f"Bearer {self.token}"
-        return request
-
-    def __repr__(self) -> str:
-        return "_Bearer(<redacted>)"
-
-
-_session_lock = threading.Lock()
-_session: tuple[int, requests.Session] | None = None
-
-
-def _http() -> requests.Session:
-    """One pooled session per process (connections must not cross a fork), shared by threads.
-
-    Cookies are refused so that the session holds no per-caller state.
-    """
-    global _session
-    with _session_lock:
-        if _session is None or _session[0] != os.getpid():
-            session = requests.Session()
-            session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=16)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
-            _session = (os.getpid(), session)
-        return _session[1]
-
-
-class _Retryable(Exception):
-    """One attempt failed in a way that another attempt may fix."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ProviderUnavailable(f"The model provider sent a {what} over {limit:,} bytes.")
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_content(64 * 1024):
-        size += len(chunk)
-        if size > limit:
-            raise ProviderUnavailable(f"The model provider sent a {what} over {limit:,} bytes.")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _error_message(body: bytes) -> str:
-    """The provider's own error message from an OpenAI-shaped error body, or its text."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:_MESSAGE_LIMIT]
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict):
-            error = error.get("message") or error.get("detail") or error
-        if isinstance(error, str):
-            return error[:_MESSAGE_LIMIT]
-        detail = data.get("detail")
-        if isinstance(detail, str):
-            return detail[:_MESSAGE_LIMIT]
-    return text[:_MESSAGE_LIMIT]
-
-
-@dataclass(frozen=True)
-class _Answer:
-    content_type: str
-    body: bytes
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            raise ProviderUnavailable(
-                "The model provider answered with something that is not JSON."
-            ) from None
 
 
 class Provider:
@@ -523,7 +336,7 @@ class Provider:
         form: Mapping[str, str] | None = None,
         files: Mapping[str, Any] | None = None,
         limit: int = MAX_RESPONSE_BYTES,
-    ) -> _Answer:
+    ) -> Answer:
         """POST with retries through the breaker; the answer of the first 2xx."""
         breaker = breaker_for(self.base_url)
         last = "no attempt was made"
@@ -538,7 +351,7 @@ class Provider:
             started = time.perf_counter()
             try:
                 answer = self._attempt(operation, path, json_body, form, files, limit)
-            except _Retryable as failure:
+            except Retryable as failure:
                 breaker.failed()
                 last, retry_after = failure.reason, failure.retry_after
                 log.warning(
@@ -583,10 +396,10 @@ class Provider:
         form: Mapping[str, str] | None,
         files: Mapping[str, Any] | None,
         limit: int,
-    ) -> _Answer:
-        auth = _Bearer(self._api_key) if self._api_key else None
+    ) -> Answer:
+        auth = Bearer(self._api_key) if self._api_key else None
         try:
-            with _http().post(
+            with session().post(
                 self.base_url + path,
                 json=json_body,
                 data=form,
@@ -598,27 +411,27 @@ class Provider:
             ) as response:
                 status = response.status_code
                 content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
-                retry_after = _parse_retry_after(response.headers.get("Retry-After"))
-                body = _read_limited(response, limit, "answer")
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                body = read_limited(response, limit, "answer")
         except requests.Timeout:
-            raise _Retryable(f"no answer within {self.timeout:g} s") from None
+            raise Retryable(f"no answer within {self.timeout:g} s") from None
         except requests.ConnectionError as error:
-            raise _Retryable(f"cannot connect ({type(error).__name__})") from None
+            raise Retryable(f"cannot connect ({type(error).__name__})") from None
         except requests.RequestException as error:
             raise ProviderUnavailable(
                 f"The model provider at {self.where} cannot be called ({type(error).__name__}): "
                 "check AI_BASE_URL."
             ) from None
         if 200 <= status < 300:
-            return _Answer(content_type, body)
+            return Answer(content_type, body)
         if status in _RETRYABLE_STATUSES:
-            raise _Retryable(f"HTTP {status}", retry_after)
+            raise Retryable(f"HTTP {status}", retry_after)
         raise self._refusal(operation, path, status, body)
 
     def _refusal(self, operation: str, path: str, status: int, body: bytes) -> Exception:
         """The error for a 4xx (other than 408 and 429) or an unexpected status."""
         if status in _INPUT_STATUSES:
-            message = self._scrub(_error_message(body)) or f"HTTP {status}"
+            message = self._scrub(error_message(body)) or f"HTTP {status}"
             return EngineError(f"The model provider refused the request: {message}")
         if status in (401, 403):
             # The provider's message may quote part of the key: it is not passed on.
@@ -652,14 +465,14 @@ class Provider:
         if urlsplit(url).scheme not in ("http", "https"):
             raise ProviderUnavailable("The model provider sent an image URL that is not HTTP.")
         try:
-            with _http().get(url, timeout=self._timeouts(), stream=True) as response:
+            with session().get(url, timeout=self._timeouts(), stream=True) as response:
                 if response.status_code != 200:
                     raise ProviderUnavailable(
                         f"The model provider's image could not be downloaded "
                         f"(HTTP {response.status_code})."
                     )
                 declared = response.headers.get("Content-Type", "").split(";")[0].strip()
-                return _read_limited(response, MAX_DOWNLOAD_BYTES, "image"), declared or None
+                return read_limited(response, MAX_DOWNLOAD_BYTES, "image"), declared or None
         except requests.RequestException as error:
             raise ProviderUnavailable(
                 f"The model provider's image could not be downloaded ({type(error).__name__})."

@@ -7,9 +7,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from config import Config
-from engines import llm, local_llm, providers, vision
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.models import llm, local_llm, providers, vision
 from tests.engines.conftest import app_with
 from tests.fakes.openai_server import make_png
 

@@ -19,9 +19,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from engines import chain, llm
 from engines.base import Engine, EngineError, ToolSpec
 from engines.blob import Blob
+from engines.models import chain, llm
 
 # What OpenAI-compatible vision models take (GIF: its first frame).
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")

@@ -11,9 +11,9 @@ for module in ("imageio_ffmpeg", "PIL"):
 
 import imageio_ffmpeg  # noqa: E402
 
+from engines.audio.slideshow import VideoRenderEngine, frame_size, scene_durations  # noqa: E402
 from engines.base import EngineError  # noqa: E402
 from engines.blob import Blob  # noqa: E402
-from engines.video import VideoRenderEngine, frame_size, scene_durations  # noqa: E402
 from tests.engines.fixtures import solid_image, text_image, tone_wav  # noqa: E402
 
 engine = VideoRenderEngine()

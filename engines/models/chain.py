@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from engines import local_llm, providers
 from engines.base import ProviderUnavailable
 from engines.blob import Blob
+from engines.models import local_llm, providers
 
 log = logging.getLogger(__name__)
 
