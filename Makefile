@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 PORT ?= 5000
 
-.PHONY: setup run test lint bench bench-engines bench-workflows
+.PHONY: setup browser run test lint bench bench-engines bench-workflows
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -23,6 +23,16 @@ node_modules/.installed: package.json package-lock.json
 		echo "npm not found: the Postman collection's newman test will skip (fail in CI)"; \
 	fi
 
+# Debian's chromium for the site's browser tests (tests/browser, Playwright drives it), when
+# it is missing: as root, or through sudo. Without it those tests skip (and fail in CI).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			$$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji \
+			|| echo "chromium could not be installed: the browser tests will skip (fail in CI)"; \
+	}
+
 # The embedded default: SQLite under instance/, no Redis, a demo account and key.
 run: $(VENV)/.installed
 	APP_ENV=development $(BIN)/flask --app app db upgrade
@@ -30,7 +40,7 @@ run: $(VENV)/.installed
 	APP_ENV=development $(BIN)/flask --app app run --port $(PORT)
 
 # The whole suite, against PostgreSQL and Redis when they are reachable (required in CI).
-test: setup
+test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q

@@ -17,6 +17,7 @@ from flask.json.provider import DefaultJSONProvider
 from sqlalchemy import event, exc
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import ClientDisconnected
+from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import get_content_length
 from werkzeug.utils import cached_property
 
@@ -212,7 +213,7 @@ def register_logging(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
-    from services import idempotency, queue, quota, recorder, storage
+    from services import allowance, idempotency, queue, quota, recorder, storage
     from services.ratelimit import storage_uri
 
     app.config.setdefault("RATELIMIT_STORAGE_URI", storage_uri(app.config.get("REDIS_URL")))
@@ -232,6 +233,10 @@ def register_extensions(app: Flask) -> None:
     queue.init_app(app)
     idempotency.init_app(app)
     storage.init_app(app)  # refuses to start with incomplete bucket settings
+    allowance.init_app(app)
+    if app.config["TRUSTED_PROXIES"]:
+        # The client address from X-Forwarded-For, as set by that many proxies and no more.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["TRUSTED_PROXIES"])
 
 
 _HOOKS = ("before_request_funcs", "after_request_funcs", "teardown_request_funcs")
@@ -342,10 +347,10 @@ def register_request_ids(app: Flask) -> None:
 
 def register_blueprints(app: Flask) -> None:
     from blueprints.api import register_api
-    from blueprints.site import bp as site_bp
+    from blueprints.site import register_site
 
     register_api(app)
-    app.register_blueprint(site_bp)
+    register_site(app)
 
 
 def register_commands(app: Flask) -> None:

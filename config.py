@@ -121,6 +121,13 @@ class Config:
     OPENAPI_URL_PREFIX = "/v1"
     OPENAPI_JSON_PATH = "openapi.json"
     SEED_DEMO = False
+    # The site's web allowance (services/allowance.py): runs a day from one address (a salted
+    # hash of it, IPv6 by /64), whatever cookies say; anonymous visitors get the free plan's.
+    WEB_ADDRESS_DAILY_CAP = 20
+    # Proxies in front of the app whose X-Forwarded-For is trusted (1 on Heroku's router);
+    # 0 takes the client address from the connection. Never more than really are there:
+    # a client could then choose its own address.
+    TRUSTED_PROXIES = 0
 
     @classmethod
     def from_env(cls) -> dict:
@@ -162,6 +169,11 @@ class Config:
                 if os.environ.get(name)
             },
             "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
+            **{
+                name: int(os.environ[name])
+                for name in ("WEB_ADDRESS_DAILY_CAP", "TRUSTED_PROXIES")
+                if os.environ.get(name)
+            },
         }
         return settings
 

@@ -16,7 +16,8 @@ class StoredFile(db.Model):
     __tablename__ = "stored_files"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    account_id: Mapped[int] = mapped_column(
+    # None for a file of an anonymous visitor's web run (served by the site to that visitor).
+    account_id: Mapped[int | None] = mapped_column(
         ForeignKey("accounts.id", ondelete="CASCADE"), index=True
     )
     # No foreign key: inline runs' rows are written later, in batches (services/recorder.py),

@@ -32,10 +32,34 @@ class Run(db.Model):
             postgresql_where=text("status IN ('queued', 'running')"),
             sqlite_where=text("status IN ('queued', 'running')"),
         ),
+        # A day's web runs by visitor, device and address (services/allowance.py counts them
+        # again when Redis lost its counters); API runs are left out of both.
+        Index(
+            "ix_runs_web_visitor",
+            "visitor_id",
+            "created_at",
+            postgresql_where=text("visitor_id IS NOT NULL"),
+            sqlite_where=text("visitor_id IS NOT NULL"),
+        ),
+        Index(
+            "ix_runs_web_device",
+            "web_device",
+            "created_at",
+            postgresql_where=text("web_device IS NOT NULL"),
+            sqlite_where=text("web_device IS NOT NULL"),
+        ),
+        Index(
+            "ix_runs_web_address",
+            "web_address",
+            "created_at",
+            postgresql_where=text("web_address IS NOT NULL"),
+            sqlite_where=text("web_address IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
-    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    # None for a run of an anonymous visitor of the site (``source`` web).
+    account_id: Mapped[int | None] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     api_key_id: Mapped[str | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
     tool_slug: Mapped[str | None] = mapped_column(String(100))
     workflow_id: Mapped[str | None] = mapped_column(String(100))
@@ -57,3 +81,11 @@ class Run(db.Model):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     duration_ms: Mapped[int | None]
+    # Where it was asked for: "api" (a key) or "web" (the site: services/allowance.py).
+    source: Mapped[str] = mapped_column(String(8), default="api", server_default="api")
+    # A web run's visitor (the id in the site's visitor cookie) and the salted hashes of the
+    # device and the address it came from that day: only that visitor sees the run, and all
+    # three count it against the day's web allowance (services/allowance.py).
+    visitor_id: Mapped[str | None] = mapped_column(String(64))
+    web_device: Mapped[str | None] = mapped_column(String(64))
+    web_address: Mapped[str | None] = mapped_column(String(64))

@@ -14,6 +14,7 @@ renewing, so a worker killed mid-job is known within the lease's lifetime (RQ's 
 of a started job outlives a dead SimpleWorker by the job's whole timeout).
 """
 
+import itertools
 import logging
 import math
 import threading
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from queue import SimpleQueue
+from queue import PriorityQueue
 
 import redis
 from flask import Flask, current_app, g, has_app_context, has_request_context, request
@@ -39,6 +40,10 @@ from services.redis import redis_client
 log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE = "default"
+# The site's runs: workers take them only when the API's queue is empty, so that anonymous
+# traffic never delays API clients.
+WEB_QUEUE = "web"
+QUEUES = (DEFAULT_QUEUE, WEB_QUEUE)
 _DONE_TTL = 300
 # redis-py's socket timeout is 5 s; block in shorter slices so BLPOP never trips it.
 _BLOCK_SLICE = 4
@@ -104,6 +109,7 @@ class RQDispatcher:
     def __init__(self, app: Flask, redis):
         self.redis = redis
         self.queue = Queue(DEFAULT_QUEUE, connection=redis)
+        self.web_queue = Queue(WEB_QUEUE, connection=redis)
 
     def enqueue(
         self,
@@ -113,9 +119,10 @@ class RQDispatcher:
         timeout: int,
         on_failure: Callable,
         awaited: bool = False,
+        queue: str = DEFAULT_QUEUE,
     ) -> None:
         # ``awaited`` needs nothing here: the done-list a waiter blocks on expires by itself.
-        self.queue.enqueue(
+        (self.web_queue if queue == WEB_QUEUE else self.queue).enqueue(
             job,
             *args,
             job_id=job_id,
@@ -211,6 +218,13 @@ class _Job:
     # Set when the queue gives up on the job: its thread is replaced, its commits are
     # refused, and engines that can stop midway do (``engines.base.stop_requested``).
     abandoned: threading.Event = field(default_factory=threading.Event)
+    # Its queue's place in QUEUES: a job of an earlier queue is taken first.
+    priority: int = 0
+    # Its place in line within its queue.
+    sequence: int = field(default_factory=itertools.count().__next__)
+
+    def __lt__(self, other: "_Job") -> bool:
+        return (self.priority, self.sequence) < (other.priority, other.sequence)
 
 
 # The job the current thread runs for the in-process queue (``_refuse_if_abandoned``).
@@ -240,7 +254,7 @@ class InProcessDispatcher:
     def __init__(self, app: Flask, workers: int = 2):
         self.app = app
         self.workers = workers
-        self._jobs: SimpleQueue[_Job] = SimpleQueue()
+        self._jobs: PriorityQueue[_Job] = PriorityQueue()
         self._started = 0  # threads started so far (names them)
         # The threads taking jobs (``workers`` of them), and those finishing a job given up on.
         self.threads: set[threading.Thread] = set()
@@ -267,13 +281,16 @@ class InProcessDispatcher:
         timeout: int,
         on_failure: Callable,
         awaited: bool = False,
+        queue: str = DEFAULT_QUEUE,
     ) -> None:
         with self._lock:
             if awaited:
                 # Exists only while someone may wait: finished() or a waiter's timeout
                 # removes it.
                 self._done[job_id] = threading.Event()
-        self._submit(_Job(job, args, job_id, timeout, on_failure, self._base_url_here()))
+        queued = _Job(job, args, job_id, timeout, on_failure, self._base_url_here())
+        queued.priority = QUEUES.index(queue)
+        self._submit(queued)
 
     def enqueue_in(
         self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable

@@ -23,7 +23,8 @@ from engines import EngineError, ProviderUnavailable, get_engine, run_tool
 from extensions import db
 from models import TERMINAL_STATES, Account, Run
 from models.base import new_uuid
-from services import clock, quota, tool_files, usage
+from services import allowance, clock, quota, tool_files, usage
+from services.allowance import Visitor
 from services.keys import KeyContext
 from services.quota import Reservation
 from services.recorder import RunJournal, recorder, run_rows
@@ -127,6 +128,10 @@ class InlineRun:
     credits: int = 0
     finished_at: datetime | None = None
     duration_ms: int | None = None
+    source: str = "api"
+    visitor_id: str | None = None
+    web_device: str | None = None
+    web_address: str | None = None
 
     def row(self) -> dict:
         """Its ``runs`` row."""
@@ -225,7 +230,7 @@ def _run_then_admit(
 
 
 def _failed(
-    context: KeyContext,
+    context: KeyContext | None,
     run: InlineRun,
     started: float,
     error: Exception,
@@ -239,6 +244,58 @@ def _failed(
     _finish(run, started, "failed", error=_error(kind, message, retry_after))
     recorder().record(run.row())
     return RunFailed(run, kind, message, retry_after)
+
+
+# --- the site's runs ---------------------------------------------------------------------
+
+
+def run_for_visitor(
+    visitor: Visitor, tool: Tool, inputs: dict, ticket: allowance.Ticket
+) -> RunResult:
+    """Run a light tool for a visitor of the site, in the request, its run reserved against
+    the visitor's web allowance (``ticket``: ``allowance.reserve``) and given back if it
+    fails (RunFailed). No key, no quota, no credits: the allowance is what it costs."""
+    moment = clock.now()
+    run = InlineRun(
+        new_uuid(), visitor.account_id, None, tool.slug, False, inputs,
+        created_at=moment, started_at=moment,
+        source="web", visitor_id=visitor.id, web_device=visitor.device,
+        web_address=visitor.address,
+    )  # fmt: skip
+    started = time.perf_counter()
+    try:
+        output = _run_engine(tool, inputs, run)
+    except Exception as error:
+        allowance.release(ticket)
+        raise _failed(None, run, started, error, None, 0) from error
+    _finish(run, started, "succeeded", output=output)
+    recorder().record(run.row())
+    return RunResult(run, None)
+
+
+def submit_for_visitor(visitor: Visitor, tool: Tool, inputs: dict) -> Run:
+    """A queued run for a visitor of the site, its run reserved against the visitor's web
+    allowance (given back when the run fails or is canceled: ``_conclude``); the caller
+    commits, then enqueues it on the web queue."""
+    run = Run(
+        id=new_uuid(),
+        account_id=visitor.account_id,
+        api_key_id=None,
+        tool_slug=tool.slug,
+        status="queued",
+        sandbox=False,
+        credits=0,
+        notify=False,
+        input=inputs,
+        created_at=clock.now(),
+        source="web",
+        visitor_id=visitor.id,
+        web_device=visitor.device,
+        web_address=visitor.address,
+    )
+    db.session.add(run)
+    db.session.flush()
+    return run
 
 
 # --- queued runs ------------------------------------------------------------------------
@@ -287,13 +344,14 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
     if before_end is not None:
         before_end()
     credits, free = 0, False
-    if not run.sandbox:
+    charged = not run.sandbox and run.source != "web"  # the site's runs cost allowance only
+    if charged:
         # The count only grows: an account past its free calls needs no claim.
         free = free_calls_used < usage.FREE_CALLS and usage.claim_free_call(run.account_id)
         credits = 0 if free else credits_for(tool, output)
     if not _conclude(run, started, "succeeded", output=output, credits=credits):
         return None
-    if not run.sandbox:
+    if charged:
         quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
         usage.record(
             usage.ledger_row(
@@ -422,7 +480,9 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
         return False
     for name, value in values.items():  # as written: no query to read them back
         set_committed_value(run, name, value)
-    if status != "succeeded" and not run.sandbox and run.api_key_id:
+    if status != "succeeded" and run.source == "web":
+        allowance.release_run(run)
+    elif status != "succeeded" and not run.sandbox and run.api_key_id:
         quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
     return True
 

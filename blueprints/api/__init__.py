@@ -163,22 +163,29 @@ def _handle_problem(problem: Problem):
     return problem_response(_limit_first(problem))
 
 
+def _site_page(error: HTTPException):
+    """An error outside /v1: the site's page for it."""
+    from blueprints.site import render_error
+
+    return render_error(error)
+
+
 def _handle_http_exception(error: HTTPException):
     if not is_api_request():
-        return error
+        return _site_page(error)
     return problem_response(_limit_first(from_http_exception(error)))
 
 
 def _handle_unexpected(error: Exception):
     log.exception("unhandled error on %s %s", request.method, request.path)
     if not is_api_request():
-        return InternalServerError()
+        return _site_page(InternalServerError())
     return problem_response(_limit_first(from_http_exception(InternalServerError())))
 
 
 def _handle_storage_unavailable(error: storage.StorageUnavailable):
     if not is_api_request():
-        return ServiceUnavailable(retry_after=error.retry_after)
+        return _site_page(ServiceUnavailable(retry_after=error.retry_after))
     problem = Problem(
         503, "provider_unavailable", error.message, headers={"Retry-After": error.retry_after}
     )

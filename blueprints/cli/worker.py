@@ -17,7 +17,7 @@ from rq.scheduler import RQScheduler
 
 from extensions import db
 from services import sweeper
-from services.queue import JobLease
+from services.queue import QUEUES, JobLease
 from services.redis import redis_client
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,8 @@ class WorkerBoundScheduler(RQScheduler):
 
 
 @click.command("worker")
-@click.option("--queue", "queues", multiple=True, default=["default"], show_default=True)
+# The API's queue first: the site's runs wait while it has work (services/queue.py).
+@click.option("--queue", "queues", multiple=True, default=list(QUEUES), show_default=True)
 @with_appcontext
 def worker_cli(queues):
     """Run an RQ worker with the app context, and the periodic sweep of stale runs."""

@@ -1,6 +1,78 @@
-"""Public site pages (server-rendered)."""
+"""The public site: server-rendered pages (Jinja, htmx) over the same services as the API."""
 
+from flask import Flask, make_response, render_template, request
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from werkzeug.exceptions import HTTPException
+
+# The modules of the site's views, each adding its routes to ``bp``.
+from blueprints.site import catalogue, changelog, runs, tools  # noqa: F401
 from blueprints.site.routes import bp
-from blueprints.site import changelog  # noqa: E402,F401  (its views, on bp)
 
-__all__ = ["bp"]
+__all__ = ["bp", "register_site", "render_error"]
+
+csrf = CSRFProtect()
+
+# Site pages load nothing from elsewhere and run no inline script. Swagger UI (``/docs``)
+# writes style attributes, so that one page allows them.
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "media-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+_DOCS_CSP = _CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+
+
+def register_site(app: Flask) -> None:
+    """The site's blueprint, with CSRF checked on its forms and its headers on its pages.
+    Both are the blueprint's own hooks (and the error pages'): an API request runs neither."""
+    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)  # a form left open still posts
+    app.config["WTF_CSRF_CHECK_DEFAULT"] = False  # checked by the site's hook alone
+    csrf.init_app(app)
+    # Its app-wide hook would only return at once (the default check is off): not run on
+    # every API request at all.
+    hooks = app.before_request_funcs[None]
+    hooks[:] = [hook for hook in hooks if getattr(hook, "__name__", "") != "csrf_protect"]
+    app.register_blueprint(bp)
+    app.register_error_handler(CSRFError, _csrf_error)
+
+
+@bp.before_request
+def check_csrf():
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        csrf.protect()
+
+
+@bp.after_request
+def site_headers(response):
+    return _with_site_headers(response)
+
+
+def _with_site_headers(response):
+    if response.headers.get("Content-Security-Policy"):
+        return response  # a file's own, stricter one
+    docs = request.path.startswith("/docs") and not request.path.startswith("/docs/problems")
+    response.headers["Content-Security-Policy"] = _DOCS_CSP if docs else _CSP
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
+    return response
+
+
+def render_error(error: HTTPException):
+    """A site page's error in the site's look (the API answers problem+json instead)."""
+    code = error.code or 500
+    response = make_response(render_template("site/error.html", error=error, code=code), code)
+    return _with_site_headers(response)
+
+
+def _csrf_error(error: CSRFError):
+    response = make_response(
+        render_template(
+            "site/error.html",
+            error=error,
+            code=400,
+            message="This form had expired or did not come from this site. Reload the page "
+            "and send it again.",
+        ),
+        400,
+    )
+    return _with_site_headers(response)

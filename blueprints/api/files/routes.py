@@ -85,24 +85,10 @@ class FileById(MethodView):
     def get(self, file_id):
         """Download a generated file (no API key: the id is the capability)."""
         stored = _find(file_id)
-        if stored.sha256 in request.if_none_match:
-            return _file_headers(Response(status=304), stored)
-        span = _requested_range(stored)
-        start, stop = span or (0, stored.size)
-        try:
-            body = () if request.method == "HEAD" else storage.stream(stored, start, stop)
-        except storage.FileGone:
-            raise Problem(
-                410,
-                "file_gone",
-                "This file's bytes are no longer stored; run the tool again to make it anew.",
-            ) from None
-        response = Response(body, status=206 if span else 200, content_type=stored.content_type)
-        response.content_length = stop - start
-        response.accept_ranges = "bytes"
-        if span:
-            response.content_range = ContentRange("bytes", start, stop, stored.size)
-        return _file_headers(response, stored)
+        if stored.account_id is None:
+            # An anonymous visitor's file: the site serves it to that visitor alone.
+            raise _not_found()
+        return file_response(stored)
 
     @blp.response(204)
     @blp.doc(
@@ -118,6 +104,30 @@ class FileById(MethodView):
             raise _not_found()  # another account's file: never reveal that it exists
         storage.delete(stored)
         db.session.commit()
+
+
+def file_response(stored: StoredFile) -> Response:
+    """A stored file's answer: its bytes or the byte range asked for (206), 304 for a
+    matching ETag, with its content type and the headers that keep it safe to open. The
+    site serves its visitors' files with it too (blueprints/site/runs.py)."""
+    if stored.sha256 in request.if_none_match:
+        return _file_headers(Response(status=304), stored)
+    span = _requested_range(stored)
+    start, stop = span or (0, stored.size)
+    try:
+        body = () if request.method == "HEAD" else storage.stream(stored, start, stop)
+    except storage.FileGone:
+        raise Problem(
+            410,
+            "file_gone",
+            "This file's bytes are no longer stored; run the tool again to make it anew.",
+        ) from None
+    response = Response(body, status=206 if span else 200, content_type=stored.content_type)
+    response.content_length = stop - start
+    response.accept_ranges = "bytes"
+    if span:
+        response.content_range = ContentRange("bytes", start, stop, stored.size)
+    return _file_headers(response, stored)
 
 
 def _not_found() -> Problem:

@@ -37,8 +37,7 @@ from engines import get_engine
 from extensions import db
 from jobs.runs import fail_abandoned_run, run_tool_job
 from models import Run
-from services import clock, runs, tool_files
-from services.binary import BinaryInputError
+from services import clock, inputs, runs
 from services.queue import dispatcher
 from services.quota import Usage
 from services.recorder import recorder
@@ -71,38 +70,26 @@ def find_tool(slug: str) -> Tool:
 
 
 def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict:
-    """The tool's inputs from the body: the ``input`` alias mapped to the main field, form
-    values typed, validated (422), refused when the tool cannot run here (503, for a live
-    key), defaults filled and files stored (422, 413)."""
+    """The tool's inputs from the body (services/inputs.py), form values typed first: 422
+    for invalid ones, 413 for a file too large, 503 (for a live key) when the tool cannot
+    run here."""
     this_request = request._get_current_object()  # one proxy lookup each (pipeline.py says why)
     config = current_app._get_current_object().config
     if (this_request.content_length or 0) > config["MAX_TEXT_BODY"] and not tool.binary_inputs:
         raise too_large()
-    fields = set(body) | set(uploads)
-    if "input" in fields:
-        if tool.primary in fields:
-            raise validation_failed({"input": [f"Send either input or {tool.primary}, not both."]})
-        for source in (body, uploads):
-            if "input" in source:
-                source[tool.primary] = source.pop("input")
     if this_request.mimetype == "multipart/form-data":
         body = _typed_form(tool, body)
-    unexpected = [name for name in uploads if name not in tool.binary_inputs]
-    if unexpected:
-        raise validation_failed({name: ["This field takes no file."] for name in unexpected})
-    # An uploaded file stands where its field's string value would be.
-    errors = tool.validate({**body, **{name: "upload" for name in uploads}})
-    if errors:
-        raise validation_failed(errors)
-    if not current_key().sandbox:  # before any file is stored, any quota or queue
-        refuse_if_unavailable(tool)
+    key = current_key()
     try:
-        account_id = current_key().account_id
-        return tool_files.store_inputs(tool, tool.with_defaults(body), uploads, account_id)
-    except BinaryInputError as refused:
+        return inputs.prepare(
+            tool, body, uploads, account_id=key.account_id, check_available=not key.sandbox
+        )
+    except inputs.InputRejected as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None
-        raise validation_failed({refused.field: [refused.message]}) from None
+        raise validation_failed(refused.errors) from None
+    except inputs.ToolUnavailable as unavailable:
+        raise _unavailable(str(unavailable)) from None
 
 
 def _typed_form(tool: Tool, form: dict) -> dict:
@@ -190,12 +177,13 @@ def refuse_if_unavailable(tool: Tool, step: str | None = None) -> None:
     if reason is not None:
         if step is not None:
             reason = f"The step {step} runs {tool.slug}, which cannot run here. {reason}"
-        raise Problem(
-            503,
-            "provider_unavailable",
-            reason,
-            headers={"Retry-After": UNAVAILABLE_RETRY_AFTER},
-        )
+        raise _unavailable(reason)
+
+
+def _unavailable(reason: str) -> Problem:
+    return Problem(
+        503, "provider_unavailable", reason, headers={"Retry-After": UNAVAILABLE_RETRY_AFTER}
+    )
 
 
 def _inline(tool: Tool, inputs: dict) -> dict:

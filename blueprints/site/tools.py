@@ -1,0 +1,197 @@
+"""Tool pages: what a tool does, a form made from its input schema, and runs of it for the
+site's visitors, through the same services as the API (one validation, one run path, one
+record), counted against the visitor's web allowance."""
+
+from __future__ import annotations
+
+from flask import abort, make_response, redirect, render_template, request, url_for
+
+from blueprints.site.forms import FormField, example_values, form_fields, read_form
+from blueprints.site.output import blocks, raw_json
+from blueprints.site.routes import bp
+from blueprints.site.snippets import snippets
+from blueprints.site.visitor import current_visitor, is_bot
+from catalogue import Tool, load_catalogue
+from extensions import db
+from jobs.runs import fail_abandoned_run, run_tool_job
+from services import allowance, inputs, runs
+from services.queue import WEB_QUEUE, dispatcher
+
+# Web visitors may run the tools of this plan (the API's base plan); those above need an
+# account on their plan.
+WEB_PLAN = "pro"
+# A queued web run still going after this long is failed (its allowance given back).
+RUN_TIMEOUT = 600
+
+# What a tool runs on, by engine: the text model (a provider's, or the embedded one), a
+# provider alone, or (every other engine) a local engine on this service.
+_ENGINE_KIND = {
+    "llm.chat": "model",
+    "vision.chat": "provider",
+    "images.generate": "provider",
+}
+
+
+def _tool_or_404(slug: str) -> Tool:
+    tool = load_catalogue().get(slug)
+    if tool is None:
+        abort(404)
+    return tool
+
+
+def runs_on(tool: Tool) -> str:
+    """What the tool runs on: "offline" (a local engine), "model" or "provider"."""
+    return _ENGINE_KIND.get(tool.engine, "offline")
+
+
+def _page(tool: Tool, *, status: int = 200, **context):
+    """The tool page (or, for htmx, its runner section alone), with ``context``."""
+    fields = form_fields(tool)
+    values = context.pop("values", None)
+    if values is None:
+        values = example_values(tool) if request.args.get("example") else {}
+    visitor = current_visitor().visitor
+    shown_inputs = context.pop("inputs", None)
+    if shown_inputs is None:
+        shown_inputs = values or example_values(tool)
+    body = render_template(
+        "site/tool_runner.html" if request.headers.get("HX-Request") else "site/tool.html",
+        tool=tool,
+        fields=fields,
+        values=values,
+        errors=context.pop("errors", {}),
+        allowance=allowance.current(visitor),
+        runs_on=runs_on(tool),
+        reason=tool.unavailable_reason,
+        web_plan=WEB_PLAN,
+        snippets=snippets(tool, fields, _snippet_inputs(fields, shown_inputs), request.url_root),
+        **context,
+    )
+    response = make_response(body, status)
+    response.vary.add("HX-Request")
+    return response
+
+
+def _snippet_inputs(fields: list[FormField], values: dict) -> dict:
+    names = {spec.name for spec in fields}
+    return {name: value for name, value in values.items() if name in names and value != ""}
+
+
+@bp.get("/tools/<slug>/")
+def tool_page(slug: str):
+    """A tool: what it does, its form, the same call as code."""
+    return _page(_tool_or_404(slug))
+
+
+@bp.post("/tools/<slug>/")
+def run_tool(slug: str):
+    """Run the tool for this visitor: the answer is the page with the output, or, for a
+    queued tool, the run's page (its progress and then its output)."""
+    tool = _tool_or_404(slug)
+    site_visitor = current_visitor()
+    visitor = site_visitor.visitor
+    fields = form_fields(tool)
+    read = read_form(fields, request.form, request.files)
+
+    def refused(status: int, message: str, **more):
+        return _page(tool, status=status, values=read.shown, refusal=message, **more)
+
+    if request.form.get("website") or is_bot():
+        return refused(403, "Automated requests cannot run tools here. Use the API instead.")
+    if site_visitor.tampered:
+        return refused(
+            400,
+            "Your visitor cookie could not be read, so this run was not started. A new "
+            "one has been set: send the form again.",
+        )
+    if tool.required_plan != WEB_PLAN:
+        return refused(
+            402,
+            f"This tool needs the {tool.required_plan.capitalize()} plan.",
+            upgrade=tool.required_plan,
+        )
+    if read.errors:
+        return refused(422, "Some fields need another look.", errors=read.errors)
+    try:
+        inputs.check(tool, read.body, read.uploads)
+    except inputs.InputRejected as rejected:
+        return refused(rejected.status, "Some fields need another look.", errors=rejected.errors)
+    except inputs.ToolUnavailable as unavailable:
+        return refused(503, str(unavailable))
+    try:
+        ticket = allowance.reserve(visitor)
+    except allowance.AllowanceExhausted as exhausted:
+        return refused(429, "", exhausted=exhausted.allowance, by_address=exhausted.by_address)
+    try:
+        stored = inputs.store(tool, read.body, read.uploads, account_id=visitor.account_id)
+    except inputs.InputRejected as rejected:
+        allowance.release(ticket)
+        return refused(rejected.status, "Some fields need another look.", errors=rejected.errors)
+    except BaseException:
+        allowance.release(ticket)
+        raise
+    if tool.queue:
+        return _queue(tool, visitor, stored, ticket)
+    try:
+        result = runs.run_for_visitor(visitor, tool, stored, ticket)
+    except runs.RunFailed as failed:
+        db.session.commit()
+        status = {"input": 422, "provider": 503}.get(failed.kind, 500)
+        return refused(status, failed.message, failed_run=failed.run)
+    runs.end_transaction()
+    return _page(
+        tool,
+        values=read.shown,
+        inputs=read.body,
+        run=result.run,
+        output=blocks(tool, result.run.output or {}, _file_url(result.run.id)),
+        raw=raw_json(result.run.output or {}),
+    )
+
+
+def _queue(tool: Tool, visitor, stored: dict, ticket):
+    try:
+        run = runs.submit_for_visitor(visitor, tool, stored)
+        db.session.commit()
+    except BaseException:
+        db.session.rollback()
+        allowance.release(ticket)
+        raise
+    dispatcher().enqueue(
+        run_tool_job,
+        run.id,
+        job_id=run.id,
+        timeout=RUN_TIMEOUT,
+        on_failure=fail_abandoned_run,
+        queue=WEB_QUEUE,
+    )
+    target = url_for("site.run_page", run_id=run.id)
+    if request.headers.get("HX-Request"):
+        response = make_response("", 200)
+        response.headers["HX-Location"] = target
+        return response
+    return redirect(target, 303)
+
+
+@bp.post("/tools/<slug>/snippets")
+def tool_snippets(slug: str):
+    """The API panel for the inputs now in the form (htmx, as the form changes)."""
+    tool = _tool_or_404(slug)
+    fields = form_fields(tool)
+    read = read_form(fields, request.form, request.files)
+    response = make_response(
+        render_template(
+            "site/_snippets.html",
+            tool=tool,
+            snippets=snippets(tool, fields, read.body, request.url_root),
+        )
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _file_url(run_id: str):
+    def url(file: dict) -> str:
+        return url_for("site.run_file", run_id=run_id, file_id=file["id"])
+
+    return url

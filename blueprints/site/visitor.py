@@ -1,0 +1,86 @@
+"""Who is visiting the site: the signed visitor cookie, the address hashes, bots.
+
+The cookie holds a random id, signed with the app's secret key (itsdangerous): HttpOnly,
+SameSite=Lax, Secure outside development, kept a year. A cookie whose signature does not
+verify is replaced by a new one, and the request that carried it is told so (``tampered``):
+a run is refused rather than counted against someone else's id.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+
+from flask import after_this_request, current_app, request
+from itsdangerous import BadSignature, URLSafeSerializer
+
+from services import clock
+from services.allowance import Visitor, address_hashes
+
+COOKIE = "svc_visitor"
+_MAX_AGE = 365 * 86400
+# Crawlers, link previewers and HTTP libraries announce themselves; they may read pages but
+# not run tools. (A headless browser driven by a person's tests says "HeadlessChrome": not
+# refused.)
+_BOTS = re.compile(
+    r"bot\b|bot/|crawl|spider|slurp|facebookexternalhit|embedly|bingpreview|preview|"
+    r"python-requests|python-urllib|aiohttp|go-http-client|okhttp|java/|libwww|wget|curl|"
+    r"httpie|scrapy|headlesschrome.*lighthouse",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class SiteVisitor:
+    visitor: Visitor
+    # The request's cookie was present but its signature did not verify.
+    tampered: bool
+
+
+def _serializer() -> URLSafeSerializer:
+    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt="svc-visitor")
+
+
+def current_visitor() -> SiteVisitor:
+    """This request's visitor (once per request); a new one gets its cookie with the answer."""
+    found = request.environ.get("svc.visitor")
+    if found is not None:
+        return found
+    raw = request.cookies.get(COOKIE)
+    visitor_id, tampered = None, False
+    if raw:
+        try:
+            visitor_id = _serializer().loads(raw)
+        except BadSignature:
+            tampered = True
+        if not (isinstance(visitor_id, str) and re.fullmatch(r"[A-Za-z0-9_-]{16,64}", visitor_id)):
+            tampered, visitor_id = tampered or visitor_id is not None, None
+    if visitor_id is None:
+        visitor_id = secrets.token_urlsafe(18)
+        _set_cookie(visitor_id)
+    browser = "\n".join(
+        (request.headers.get("User-Agent", ""), request.headers.get("Accept-Language", ""))
+    )
+    address, device = address_hashes(request.remote_addr, browser, clock.utc_day())
+    found = SiteVisitor(Visitor(visitor_id, address, device), tampered)
+    request.environ["svc.visitor"] = found
+    return found
+
+
+def _set_cookie(visitor_id: str) -> None:
+    value = _serializer().dumps(visitor_id)
+    secure = current_app.config["ENV_NAME"] not in ("development", "test")
+
+    @after_this_request
+    def remember(response):
+        response.set_cookie(
+            COOKIE, value, max_age=_MAX_AGE, httponly=True, samesite="Lax", secure=secure
+        )
+        return response
+
+
+def is_bot() -> bool:
+    """A request that must not run tools: a crawler's, or one with no user agent at all."""
+    agent = request.headers.get("User-Agent", "")
+    return not agent.strip() or bool(_BOTS.search(agent))

@@ -1,0 +1,303 @@
+"""The site's web allowance: how many tool runs a visitor or an account may start in the
+browser per UTC day (DESIGN.md section 11, "Web allowance").
+
+An anonymous visitor is counted three times and must be under every cap: by the id in its
+signed visitor cookie and by its device (a salted hash of its address with its browser's
+user agent and languages), each under the free plan's ``web_runs_per_day`` (5), so that
+clearing cookies gives no more runs; and by its address alone (a salted hash; IPv6 by /64)
+under ``WEB_ADDRESS_DAILY_CAP`` (20), so that neither new cookies nor a changed user agent
+give more than that, while an office behind one address is not blocked at once. Hashes are
+salted per day: yesterday's cannot be matched with today's. An account's members are counted
+by account against its plan's ``web_runs_per_day`` (free 5, starter 50; none for pro and
+above: unlimited, but still counted).
+
+A run is reserved before it starts (``reserve``: every counter or none, atomically) and
+given back if it fails or is canceled (``release``, ``release_run``), as the API's quota is.
+The counters live in Redis (a dict in the embedded default) and expire after the day; a
+counter that is missing (a new day, or a Redis that lost its data) is first counted again
+from the day's web runs in the database, so a restart forgets nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import func, select
+
+from extensions import db
+from models import Run
+from services import clock
+from services.plans import PlanInfo, get_plan
+from services.redis import redis_client
+
+# Counters outlive their day by this much (a run reserved at 23:59:59 is released later).
+_TTL_SECONDS = 2 * 86400
+UNLIMITED = -1
+
+# KEYS: the counters; ARGV: the ttl, then each counter's cap (-1: none). Returns
+# {1, used...} when every counter was under its cap (each then counts one more),
+# {0, i, used} when counter i is at its cap (nothing counted) and {-1, i} when counter i
+# does not exist (it must be counted from the database first: ``_seed``).
+_RESERVE = """
+local used = {}
+for i, key in ipairs(KEYS) do
+  local value = redis.call('GET', key)
+  if not value then return {-1, i} end
+  local cap = tonumber(ARGV[i + 1])
+  if cap >= 0 and tonumber(value) >= cap then return {0, i, tonumber(value)} end
+end
+for i, key in ipairs(KEYS) do
+  used[i] = redis.call('INCR', key)
+  redis.call('EXPIRE', key, ARGV[1])
+end
+return {1, unpack(used)}
+"""
+_RELEASE = """
+for _, key in ipairs(KEYS) do
+  local value = tonumber(redis.call('GET', key) or '0')
+  if value > 0 then redis.call('DECR', key) end
+end
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who runs a tool on the site: an anonymous visitor (``account_id`` None) or a member
+    of an account, with the address it comes from (a salted hash: ``address_hash``)."""
+
+    id: str
+    address: str
+    device: str
+    account_id: int | None = None
+    plan: PlanInfo | None = None
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """A visitor's runs of the day: ``limit`` and ``remaining`` None are unlimited.
+    ``remaining`` may be below ``limit - used`` when the address's cap binds first."""
+
+    limit: int | None
+    used: int
+    remaining: int | None
+    resets_at: datetime
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A reserved run: the counters it counted, to give back if the run does not succeed."""
+
+    keys: tuple[str, ...]
+
+
+class AllowanceExhausted(Exception):
+    def __init__(self, allowance: Allowance, by_address: bool):
+        super().__init__("the day's web runs are used up")
+        self.allowance = allowance
+        # The address's cap was reached (others on the same network ran tools), not the
+        # visitor's or device's own.
+        self.by_address = by_address
+
+
+def address_hashes(address: str | None, browser: str, day: str) -> tuple[str, str]:
+    """Salted hashes of ``address`` for ``day``, alone and with ``browser`` (its user agent
+    and languages): the address's and the device's counters. An IPv6 address counts by its
+    /64 network (one household or office gets a /64, and may change the rest at will)."""
+    try:
+        parsed = ipaddress.ip_address(address or "")
+    except ValueError:
+        network = "unknown"
+    else:
+        if parsed.version == 6 and parsed.ipv4_mapped is not None:
+            parsed = parsed.ipv4_mapped
+        network = (
+            str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+            if parsed.version == 6
+            else str(parsed)
+        )
+    secret = str(current_app.config["SECRET_KEY"]).encode()
+    salt = hmac.new(secret, f"web-address:{day}".encode(), hashlib.sha256).digest()
+    address_hash = hmac.new(salt, network.encode(), hashlib.sha256).hexdigest()[:40]
+    device = hmac.new(salt, f"{network}\n{browser}".encode(), hashlib.sha256).hexdigest()[:40]
+    return address_hash, device
+
+
+def anonymous_limit() -> int:
+    """Runs a day for a visitor without an account: the free plan's web runs."""
+    return get_plan("free").web_runs_per_day or 0
+
+
+def _counters(visitor: Visitor, day: str) -> list[tuple[str, int]]:
+    """Each counter of ``visitor`` with its cap; the first is the visitor's own."""
+    if visitor.account_id is not None:
+        plan = visitor.plan
+        cap = plan.web_runs_per_day if plan is not None else anonymous_limit()
+        return [(f"web:{day}:account:{visitor.account_id}", UNLIMITED if cap is None else cap)]
+    return [
+        (f"web:{day}:visitor:{visitor.id}", anonymous_limit()),
+        (f"web:{day}:device:{visitor.device}", anonymous_limit()),
+        (f"web:{day}:address:{visitor.address}", current_app.config["WEB_ADDRESS_DAILY_CAP"]),
+    ]
+
+
+def current(visitor: Visitor, moment: datetime | None = None) -> Allowance:
+    """The visitor's allowance now (what a tool page shows)."""
+    moment = moment or clock.now()
+    day = clock.utc_day(moment)
+    counters = _counters(visitor, day)
+    values = store().get([key for key, _ in counters])
+    for index, value in enumerate(values):
+        if value is None:
+            values[index] = _seed(counters[index][0], day)
+    own_cap = counters[0][1]
+    left = [max(cap - value, 0) for (_, cap), value in zip(counters, values, strict=True)
+            if cap != UNLIMITED]  # fmt: skip
+    return Allowance(
+        limit=None if own_cap == UNLIMITED else own_cap,
+        used=values[0],
+        remaining=min(left) if left else None,
+        resets_at=datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1),
+    )
+
+
+def reserve(visitor: Visitor, moment: datetime | None = None) -> Ticket:
+    """Count one run for ``visitor`` (AllowanceExhausted: nothing counted)."""
+    moment = moment or clock.now()
+    day = clock.utc_day(moment)
+    counters = _counters(visitor, day)
+    keys = [key for key, _ in counters]
+    caps = [cap for _, cap in counters]
+    for _attempt in range(len(keys) + 1):
+        answer = store().reserve(keys, caps)
+        if answer[0] == 1:
+            return Ticket(tuple(keys))
+        if answer[0] == 0:
+            raise AllowanceExhausted(current(visitor, moment), by_address=answer[1] == 3)
+        _seed(keys[answer[1] - 1], day)
+    raise RuntimeError("the web allowance's counters could not be seeded")
+
+
+def release(ticket: Ticket) -> None:
+    """Give a reserved run back (it failed, was refused or canceled)."""
+    store().release(list(ticket.keys))
+
+
+def release_run(run: Run) -> None:
+    """Give back the run of a web visitor that did not succeed (services/runs.py)."""
+    day = clock.utc_day(clock.as_utc(run.created_at))
+    if run.account_id is not None:
+        keys = [f"web:{day}:account:{run.account_id}"]
+    else:
+        keys = [
+            f"web:{day}:visitor:{run.visitor_id}",
+            f"web:{day}:device:{run.web_device}",
+            f"web:{day}:address:{run.web_address}",
+        ]
+    store().release(keys)
+
+
+def _seed(key: str, day: str) -> int:
+    """Count a missing counter again from the database; returns its value."""
+    value = _count(key, day)
+    store().seed(key, value, _TTL_SECONDS)
+    return value
+
+
+def _count(key: str, day: str) -> int:
+    """A counter's value as the database tells it: the day's web runs that did not fail."""
+    _, _, kind, value = key.split(":", 3)
+    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    column = {
+        "visitor": Run.visitor_id,
+        "device": Run.web_device,
+        "address": Run.web_address,
+        "account": Run.account_id,
+    }
+    query = select(func.count()).where(
+        column[kind] == (int(value) if kind == "account" else value),
+        Run.source == "web",
+        Run.created_at >= start,
+        Run.created_at < start + timedelta(days=1),
+        Run.status.notin_(("failed", "canceled")),
+    )
+    return db.session.scalar(query) or 0
+
+
+class RedisCounters:
+    def __init__(self, client):
+        self.client = client
+        self._reserve = client.register_script(_RESERVE)
+        self._release = client.register_script(_RELEASE)
+
+    def get(self, keys: list[str]) -> list[int | None]:
+        return [None if value is None else int(value) for value in self.client.mget(keys)]
+
+    def reserve(self, keys: list[str], caps: list[int]) -> list[int]:
+        return [int(value) for value in self._reserve(keys, [_TTL_SECONDS, *caps])]
+
+    def seed(self, key: str, value: int, ttl: int) -> None:
+        self.client.set(key, value, nx=True, ex=ttl)
+
+    def release(self, keys: list[str]) -> None:
+        self._release(keys)
+
+
+class MemoryCounters:
+    """The same in one process (the embedded default): counters forgotten on restart are
+    counted again from the database."""
+
+    def __init__(self):
+        self._values: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, keys: list[str]) -> list[int | None]:
+        with self._lock:
+            return [self._values.get(key) for key in keys]
+
+    def reserve(self, keys: list[str], caps: list[int]) -> list[int]:
+        with self._lock:
+            for index, key in enumerate(keys, start=1):
+                if key not in self._values:
+                    return [-1, index]
+                cap = caps[index - 1]
+                if cap >= 0 and self._values[key] >= cap:
+                    return [0, index, self._values[key]]
+            for key in keys:
+                self._values[key] += 1
+            return [1, *(self._values[key] for key in keys)]
+
+    def seed(self, key: str, value: int, ttl: int) -> None:
+        with self._lock:
+            if key not in self._values:
+                self._forget_old_days(key.split(":")[1])
+                self._values[key] = value
+
+    def _forget_old_days(self, day: str) -> None:
+        """Drop the counters of days before yesterday (called with the lock held)."""
+        yesterday = (datetime.fromisoformat(day) - timedelta(days=1)).date().isoformat()
+        for key in [key for key in self._values if key.split(":")[1] < yesterday]:
+            del self._values[key]
+
+    def release(self, keys: list[str]) -> None:
+        with self._lock:
+            for key in keys:
+                if self._values.get(key, 0) > 0:
+                    self._values[key] -= 1
+
+
+def store() -> RedisCounters | MemoryCounters:
+    return current_app.extensions["web_allowance"]
+
+
+def init_app(app) -> None:
+    client = redis_client(app)
+    app.extensions["web_allowance"] = (
+        RedisCounters(client) if client is not None else MemoryCounters()
+    )

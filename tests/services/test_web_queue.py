@@ -1,0 +1,50 @@
+"""The site's runs wait behind the API's: in the embedded default's in-process queue, and
+for an RQ worker, which takes the API queue before the web queue."""
+
+import threading
+
+import pytest
+
+from services.queue import DEFAULT_QUEUE, QUEUES, WEB_QUEUE, InProcessDispatcher
+from tests.conftest import embedded_app_at
+
+
+@pytest.fixture
+def app(tmp_path):
+    with embedded_app_at(tmp_path / "embedded.db", SERVER_NAME=None) as app:
+        yield app
+
+
+def test_the_in_process_queue_takes_api_jobs_before_web_jobs(app):
+    queue = InProcessDispatcher(app, workers=1)
+    order, first_started, release = [], threading.Event(), threading.Event()
+
+    def hold():
+        first_started.set()
+        release.wait(10)
+
+    def job(name):
+        order.append(name)
+
+    def ignore(job_id):
+        pass
+
+    queue.enqueue(hold, job_id="hold", timeout=30, on_failure=ignore)
+    assert first_started.wait(10)
+    # While the one thread is busy: two web runs, then two API runs.
+    for name, which in (("web-1", WEB_QUEUE), ("web-2", WEB_QUEUE),
+                        ("api-1", DEFAULT_QUEUE), ("api-2", DEFAULT_QUEUE)):  # fmt: skip
+        queue.enqueue(job, name, job_id=name, timeout=30, on_failure=ignore, queue=which)
+    release.set()
+    for _ in range(200):
+        if len(order) == 4:
+            break
+        threading.Event().wait(0.05)
+    assert order == ["api-1", "api-2", "web-1", "web-2"]
+
+
+def test_workers_listen_to_the_api_queue_first():
+    from blueprints.cli.worker import worker_cli
+
+    option = next(param for param in worker_cli.params if param.name == "queues")
+    assert list(option.default) == list(QUEUES) == [DEFAULT_QUEUE, WEB_QUEUE]
