@@ -41,6 +41,17 @@ class ProviderUnavailable(Exception):
         self.retry_after = retry_after
 
 
+def operations_schema(*operations: str, **properties: dict[str, Any]) -> dict[str, Any]:
+    """The ``params_schema`` of an engine that does one of several ``operations``, chosen by
+    a tool's ``operation`` param, with the other params it may take (``properties``)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["operation"],
+        "properties": {"operation": {"enum": list(operations)}, **properties},
+    }
+
+
 class Engine:
     """Runs tools. One instance per engine serves every tool that names it, from any thread.
 

@@ -15,7 +15,7 @@ from engines.audio._ffmpeg import (
     _workspace,
     probe,
 )
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
 
 # --- audio.inspect ------------------------------------------------------------------------
@@ -35,12 +35,7 @@ class AudioInspectEngine(Engine):
 
     name = "audio.inspect"
     requires = ("imageio_ffmpeg",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": ["info", "waveform"]}},
-    }
+    params_schema = operations_schema("info", "waveform")
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         with _workspace() as folder:

@@ -26,7 +26,7 @@ from engines.audio._formats import (
     _sample_rate,
     _tempo_filters,
 )
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, operations_schema
 
 MAX_CLIPS = 8
 
@@ -61,19 +61,10 @@ class AudioEditEngine(Engine):
 
     name = "audio.edit"
     requires = ("imageio_ffmpeg",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {
-            "operation": {
-                "enum": [
-                    "trim", "convert", "normalize", "speed", "fade", "join", "silence",
-                    "volume", "ringtone", "channels", "cleanup",
-                ]
-            },
-        },
-    }  # fmt: skip
+    params_schema = operations_schema(
+        "trim", "convert", "normalize", "speed", "fade", "join", "silence", "volume",
+        "ringtone", "channels", "cleanup",
+    )  # fmt: skip
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         operation = params["operation"]

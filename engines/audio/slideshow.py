@@ -67,7 +67,7 @@ def _run_ffmpeg(arguments: list[str], timeout: float) -> subprocess.CompletedPro
         raise ProviderUnavailable("Rendering the video took too long.") from None
 
 
-def _font(size: int) -> Any:
+def caption_font(size: int) -> Any:
     from PIL import ImageFont
 
     for path in _FONT_FILES:
@@ -110,7 +110,7 @@ def _title_card(text: str, size: tuple[int, int], index: int) -> Any:
     box_width, box_height = int(width * 0.84), int(height * 0.8)
     font_size = max(12, min(width, height) // 9)
     while True:
-        font = _font(font_size)
+        font = caption_font(font_size)
         lines = _wrap(draw, text, font, box_width)
         line_height = int(font_size * 1.25)
         if len(lines) * line_height <= box_height or font_size <= 12:
@@ -147,7 +147,7 @@ def _caption(frame: Any, text: str) -> Any:
 
     width, height = frame.size
     font_size = max(12, min(width, height) // 20)
-    font = _font(font_size)
+    font = caption_font(font_size)
     draw = ImageDraw.Draw(frame)
     lines = _wrap(draw, text, font, int(width * 0.9))
     if len(lines) > 3:

@@ -24,7 +24,7 @@ from engines.audio._formats import (
     _encode_audio,
     _tempo_filters,
 )
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
 
 MAX_VIDEO_SIDE = 4096
@@ -70,19 +70,9 @@ class VideoEditEngine(Engine):
 
     name = "video.edit"
     requires = ("imageio_ffmpeg",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {
-            "operation": {
-                "enum": [
-                    "trim", "gif", "mute", "extract_audio", "compress", "speed", "transform",
-                    "subtitles",
-                ]
-            }
-        },
-    }  # fmt: skip
+    params_schema = operations_schema(
+        "trim", "gif", "mute", "extract_audio", "compress", "speed", "transform", "subtitles",
+    )  # fmt: skip
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         operation = params["operation"]

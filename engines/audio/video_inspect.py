@@ -13,7 +13,7 @@ from engines.audio._ffmpeg import (
     _workspace,
     probe,
 )
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
 
 # --- video.inspect ------------------------------------------------------------------------
@@ -33,12 +33,7 @@ class VideoInspectEngine(Engine):
 
     name = "video.inspect"
     requires = ("imageio_ffmpeg", "PIL")
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {"operation": {"enum": ["info", "frame", "contact_sheet"]}},
-    }
+    params_schema = operations_schema("info", "frame", "contact_sheet")
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         with _workspace() as folder:
@@ -111,7 +106,7 @@ class VideoInspectEngine(Engine):
     ) -> dict[str, Any]:
         from PIL import Image, ImageDraw
 
-        from engines.audio.slideshow import _font
+        from engines.audio.slideshow import caption_font
 
         columns, rows = inputs["columns"], inputs["rows"]
         count = columns * rows
@@ -130,7 +125,7 @@ class VideoInspectEngine(Engine):
             "RGB", (columns * (width + gap) + gap, rows * (height + gap) + gap), (24, 24, 28)
         )
         draw = ImageDraw.Draw(sheet)
-        font = _font(max(10, width // 14))
+        font = caption_font(max(10, width // 14))
         for index, (tile, at) in enumerate(zip(tiles, times, strict=True)):
             x = gap + (index % columns) * (width + gap)
             y = gap + (index // columns) * (height + gap)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from engines.base import EngineError
@@ -15,13 +17,12 @@ from engines.documents._formats import _open_zip
 def _pdf_reader(blob: Blob, password: str | None = None) -> Any:
     """Open a PDF (empty-password encryption is lifted; ``password`` opens the rest)."""
     from pypdf import PasswordType, PdfReader
-    from pypdf.errors import DependencyError, PdfReadError
 
     if not blob.data:
         raise EngineError("The PDF is empty.")
     if b"%PDF-" not in blob.data[:1024]:
         raise EngineError("The file is not a PDF.")
-    try:
+    with pdf_errors():
         reader = PdfReader(io.BytesIO(blob.data), strict=False)
         if reader.is_encrypted:
             if password is not None:
@@ -30,13 +31,25 @@ def _pdf_reader(blob: Blob, password: str | None = None) -> Any:
             else:
                 _unlock(reader)
         len(reader.pages)  # reads the page tree: a damaged one fails here
+    return reader
+
+
+@contextmanager
+def pdf_errors() -> Iterator[None]:
+    """pypdf's failures on a file as the engines' error: encryption it cannot open, a
+    damaged file, a structure nested too deeply."""
+    from pypdf.errors import DependencyError, PdfReadError
+
+    try:
+        yield
     except EngineError:
         raise
     except DependencyError:
         raise EngineError("The PDF uses encryption this service cannot open.") from None
     except (PdfReadError, ValueError, TypeError, KeyError, IndexError, AttributeError, OSError):
         raise EngineError("The PDF is damaged and cannot be read.") from None
-    return reader
+    except RecursionError:
+        raise EngineError("The PDF's structure is nested too deeply to read.") from None
 
 
 def _unlock(reader: Any) -> None:

@@ -18,7 +18,13 @@ from engines import _text
 from engines.base import Engine, EngineError
 from engines.blob import Blob
 from engines.documents._formats import FORMATS, _decode, _open_zip, _tidy, detect_format
-from engines.documents._helpers import _heading_level, _open_docx, _table_rows, _unlock
+from engines.documents._helpers import (
+    _heading_level,
+    _open_docx,
+    _table_rows,
+    _unlock,
+    pdf_errors,
+)
 
 # Past this much text a document is cut (and says so): it is already a long novel.
 MAX_CHARS = 2_000_000
@@ -98,9 +104,8 @@ def _names(formats: Any) -> str:
 
 def _extract_pdf(data: bytes, max_pages: int) -> _Extracted:
     from pypdf import PdfReader
-    from pypdf.errors import DependencyError, PdfReadError
 
-    try:
+    with pdf_errors():
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
             _unlock(reader)
@@ -112,14 +117,6 @@ def _extract_pdf(data: bytes, max_pages: int) -> _Extracted:
         chapters = _pdf_chapters(reader, texts)
         metadata = reader.metadata or {}
         title, author = metadata.get("/Title"), metadata.get("/Author")
-    except EngineError:
-        raise
-    except DependencyError:
-        raise EngineError("The PDF uses encryption this service cannot open.") from None
-    except (PdfReadError, ValueError, TypeError, KeyError, IndexError, AttributeError, OSError):
-        raise EngineError("The PDF is damaged and cannot be read.") from None
-    except RecursionError:
-        raise EngineError("The PDF's structure is nested too deeply to read.") from None
     return _Extracted(
         text="\n\n".join(texts),
         chapters=chapters,

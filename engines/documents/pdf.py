@@ -6,7 +6,7 @@ import io
 import re
 from typing import Any
 
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
 from engines.documents._helpers import _pdf_reader, _safe
 
@@ -82,19 +82,10 @@ class PdfEngine(Engine):
 
     name = "documents.pdf"
     requires = ("pypdf",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {
-            "operation": {
-                "enum": [
-                    "merge", "split", "extract", "remove", "rotate", "metadata",
-                    "edit_metadata", "protect", "unlock",
-                ]
-            }
-        },
-    }  # fmt: skip
+    params_schema = operations_schema(
+        "merge", "split", "extract", "remove", "rotate", "metadata", "edit_metadata",
+        "protect", "unlock",
+    )  # fmt: skip
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         operation = params["operation"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engines.base import Engine, EngineError
+from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
 from engines.images._helpers import (
     _option,
@@ -34,31 +34,16 @@ class ImageProcessEngine(Engine):
 
     name = "images.process"
     requires = ("PIL",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operation"],
-        "properties": {
-            "operation": {
-                "enum": [
-                    "resize",
-                    "thumbnail",
-                    "convert",
-                    "grayscale",
-                    "rotate",
-                    "crop",
-                    "compress",
-                ]
-            },
-            "format": {"enum": list(FORMATS)},
-            "quality": {"type": "integer", "minimum": 1, "maximum": 100},
-            "width": {"type": "integer", "minimum": 1, "maximum": MAX_SIDE},
-            "height": {"type": "integer", "minimum": 1, "maximum": MAX_SIDE},
-            "size": {"type": "integer", "minimum": 1, "maximum": MAX_SIDE},
-            "fit": {"enum": ["contain", "cover", "stretch"]},
-            "angle": {"type": "number"},
-        },
-    }
+    params_schema = operations_schema(
+        "resize", "thumbnail", "convert", "grayscale", "rotate", "crop", "compress",
+        format={"enum": list(FORMATS)},
+        quality={"type": "integer", "minimum": 1, "maximum": 100},
+        width={"type": "integer", "minimum": 1, "maximum": MAX_SIDE},
+        height={"type": "integer", "minimum": 1, "maximum": MAX_SIDE},
+        size={"type": "integer", "minimum": 1, "maximum": MAX_SIDE},
+        fit={"enum": ["contain", "cover", "stretch"]},
+        angle={"type": "number"},
+    )  # fmt: skip
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         source = open_image(inputs["image"])

@@ -22,11 +22,12 @@ import wave
 from dataclasses import dataclass
 from typing import Any
 
-from engines import _text, documents
+from engines import _text
 from engines.audio import slideshow
 from engines.audio import synthesis as speech
 from engines.base import Engine, EngineError, ProviderUnavailable
 from engines.blob import Blob
+from engines.documents.extract import DocumentExtractEngine
 from engines.models import chain, providers
 
 log = logging.getLogger(__name__)
@@ -388,7 +389,7 @@ def book_chapters(inputs: dict[str, Any]) -> tuple[str | None, list[dict[str, st
     else:
         kind = "text/markdown" if _HEADING_RE.search(inputs["text"]) else "text/plain"
         blob = Blob(inputs["text"].encode(), kind, "book.txt")
-    extracted = documents.DocumentExtractEngine().run(
+    extracted = DocumentExtractEngine().run(
         {"document": blob}, {"formats": ["epub", "markdown", "text"]}
     )
     if extracted["character_count"] > MAX_BOOK_CHARS:
