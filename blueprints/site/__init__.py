@@ -57,22 +57,21 @@ def _with_site_headers(response):
     return response
 
 
-def render_error(error: HTTPException):
-    """A site page's error in the site's look (the API answers problem+json instead)."""
+def render_error(error: HTTPException, message: str | None = None):
+    """A site page's error in the site's look (the API answers problem+json instead). To
+    htmx, which asked for a part of a page, the error page's content replaces the page's."""
     code = error.code or 500
-    response = make_response(render_template("site/error.html", error=error, code=code), code)
+    page = render_template("site/error.html", error=error, code=code, message=message)
+    response = make_response(page, code)
+    if request.headers.get("HX-Request"):
+        response.headers.update(
+            {"HX-Retarget": "#main", "HX-Reselect": "#main", "HX-Reswap": "outerHTML"}
+        )
     return _with_site_headers(response)
 
 
 def _csrf_error(error: CSRFError):
-    response = make_response(
-        render_template(
-            "site/error.html",
-            error=error,
-            code=400,
-            message="This form had expired or did not come from this site. Reload the page "
-            "and send it again.",
-        ),
-        400,
+    return render_error(
+        error,
+        "This form had expired or did not come from this site. Reload the page and send it again.",
     )
-    return _with_site_headers(response)

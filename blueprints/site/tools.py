@@ -4,7 +4,14 @@ record), counted against the visitor's web allowance."""
 
 from __future__ import annotations
 
-from flask import abort, make_response, redirect, render_template, request, url_for
+from flask import (
+    abort,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
 from blueprints.site.forms import FormField, example_values, form_fields, read_form
 from blueprints.site.output import blocks, raw_json

@@ -225,6 +225,17 @@ def test_a_form_without_its_csrf_token_runs_nothing(app):
     assert web_runs() == 0
 
 
+def test_an_error_answered_to_htmx_takes_the_page(app):
+    """htmx asked for the runner: an error page's content replaces the page's instead."""
+    response = visitor(app).post(
+        "/tools/word-counter/", data={"text": TEXT}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 400
+    assert response.headers["HX-Retarget"] == "#main"
+    assert response.headers["HX-Reselect"] == "#main"
+    assert '<main id="main"' in response.get_data(as_text=True)
+
+
 def test_bots_are_refused(app):
     client = visitor(app)
     assert run(client, text=TEXT, website="http://spam.example").status_code == 403
@@ -269,6 +280,7 @@ def test_wrong_file_types_and_oversized_uploads_are_refused(app):
     app.config["MAX_CONTENT_LENGTH"] = 1024
     big = run(client, "image-resizer", image=(io.BytesIO(b"x" * 4096), "big.png"))
     assert big.status_code == 413
+    assert "the most a request may carry. Nothing ran." in big.get_data(as_text=True)
     assert web_runs() == 0
     assert db.session.scalar(select(func.count()).select_from(StoredFile)) == 0
 
