@@ -4,6 +4,7 @@ exactly the inputs in the form, the key shown as a placeholder."""
 from __future__ import annotations
 
 import json
+import pprint
 import shlex
 from typing import Any
 
@@ -101,42 +102,8 @@ def _multipart(url: str, body: dict, files: list[str]) -> dict[str, str]:
 
 
 def _python(value: Any, indent: int) -> str:
-    """``value`` as a Python literal (JSON's true/false/null spelled as Python's)."""
-    text = json.dumps(value, indent=4, ensure_ascii=False)
-    text = _pythonic(text)
-    return _indent(text, indent)
-
-
-def _pythonic(text: str) -> str:
-    """JSON literals as Python's, outside strings."""
-    out, in_string, escaped, i = [], False, False, 0
-    words = {"true": "True", "false": "False", "null": "None"}
-    while i < len(text):
-        char = text[i]
-        if in_string:
-            out.append(char)
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            i += 1
-            continue
-        if char == '"':
-            in_string = True
-            out.append(char)
-            i += 1
-            continue
-        for word, python in words.items():
-            if text.startswith(word, i):
-                out.append(python)
-                i += len(word)
-                break
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+    """``value`` (JSON-like) as a Python literal, laid out for reading."""
+    return _indent(pprint.pformat(value, width=88 - indent, sort_dicts=False), indent)
 
 
 def _indent(text: str, spaces: int) -> str:

@@ -361,3 +361,22 @@ class _NoQueue:
 def _with(tool):
     catalogue = load_catalogue()
     return dataclasses.replace(catalogue, tools={**catalogue.tools, tool.slug: tool})
+
+
+def test_the_api_panel_is_code_for_the_inputs_in_the_form(app):
+    import ast
+    import html as html_lib
+    import json
+    import shlex
+
+    page = visitor(app).get("/tools/word-frequency-counter/?example=1").get_data(as_text=True)
+    code = {
+        name: html_lib.unescape(re.search(rf'id="snippet-{name}">(.*?)</code>', page, re.S)[1])
+        for name in ("curl", "python", "javascript")
+    }
+    ast.parse(code["python"])  # valid Python
+    body = json.loads(shlex.split(code["curl"].replace("\\\n", " "))[-1])
+    example = load_catalogue().get("word-frequency-counter").examples[0]["input"]
+    assert body["text"] == example.get("text", example.get("input"))
+    assert "/v1/public/tools/word-frequency-counter/run" in code["javascript"]
+    assert "X-SVC-API-Key" in code["javascript"] and "$SVC_API_KEY" in code["curl"]
