@@ -101,7 +101,11 @@ def run_tool(slug: str):
     read = read_form(fields, request.form, request.files)
 
     def refused(status: int, message: str, **more):
-        return _page(tool, status=status, values=read.shown, refusal=message, **more)
+        # The API panel shows the typed inputs (as the form's own updates of it do), not
+        # the form's text: "top": "4" would be refused by the API.
+        return _page(
+            tool, status=status, values=read.shown, inputs=read.body, refusal=message, **more
+        )
 
     if request.form.get("website") or is_bot():
         return refused(403, "Automated requests cannot run tools here. Use the API instead.")
