@@ -380,3 +380,16 @@ def test_the_api_panel_is_code_for_the_inputs_in_the_form(app):
     assert body["text"] == example.get("text", example.get("input"))
     assert "/v1/public/tools/word-frequency-counter/run" in code["javascript"]
     assert "X-SVC-API-Key" in code["javascript"] and "$SVC_API_KEY" in code["curl"]
+
+
+def test_a_fault_is_the_sites_500_page(app, monkeypatch):
+    def broken(tool):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("blueprints.site.tools.form_fields", broken)
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    response = visitor(app).get("/tools/word-counter/")
+    assert response.status_code == 500 and response.mimetype == "text/html"
+    html = response.get_data(as_text=True)
+    assert "Something went wrong on our side" in html and "a bug" not in html
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
