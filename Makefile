@@ -55,3 +55,8 @@ bench-engines: setup
 # The workflow engine per step beyond its tools, and webhook latency (bench/README.md).
 bench-workflows: setup
 	$(BIN)/python bench/workflows.py
+
+# The site's pages and a visitor's run under gunicorn, against bare Flask (bench/README.md).
+.PHONY: bench-site
+bench-site: setup
+	$(BIN)/python bench/site.py
