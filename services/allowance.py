@@ -13,9 +13,12 @@ above: unlimited, but still counted).
 
 A run is reserved before it starts (``reserve``: every counter or none, atomically) and
 given back if it fails or is canceled (``release``, ``release_run``), as the API's quota is.
-The counters live in Redis (a dict in the embedded default) and expire after the day; a
-counter that is missing (a new day, or a Redis that lost its data) is first counted again
-from the day's web runs in the database, so a restart forgets nothing.
+The counters live in Redis (a dict in the embedded default) and expire after the day. Beside
+them, the day's state key says whether they are complete: set once a day, "complete" when the
+database held no web run of the day at that moment (a missing counter is then 0: no query),
+"partial" when it did (Redis lost its data, or the process restarted, mid-day: a missing
+counter is then counted again from the day's web runs, once). So a restart forgets nothing,
+and a visitor's page costs one round trip to Redis and no query.
 """
 
 from __future__ import annotations
@@ -40,21 +43,28 @@ from services.redis import redis_client
 _TTL_SECONDS = 2 * 86400
 UNLIMITED = -1
 
-# KEYS: the counters; ARGV: the ttl, then each counter's cap (-1: none). Returns
-# {1, used...} when every counter was under its cap (each then counts one more),
-# {0, i, used} when counter i is at its cap (nothing counted) and {-1, i} when counter i
-# does not exist (it must be counted from the database first: ``_seed``).
+# KEYS: the day's state, then the counters; ARGV: the ttl, then each counter's cap (-1: none).
+# Returns {1, used...} when every counter was under its cap (each then counts one more),
+# {0, i, used} when counter i is at its cap (nothing counted), {-1, i} when counter i does
+# not exist in a partial day (count it from the database first: ``_seed``) and {-2} when the
+# day has no state yet (``_state``). In a complete day a missing counter is 0.
 _RESERVE = """
-local used = {}
-for i, key in ipairs(KEYS) do
-  local value = redis.call('GET', key)
-  if not value then return {-1, i} end
-  local cap = tonumber(ARGV[i + 1])
-  if cap >= 0 and tonumber(value) >= cap then return {0, i, tonumber(value)} end
+local state = redis.call('GET', KEYS[1])
+if not state then return {-2} end
+local values = {}
+for i = 2, #KEYS do
+  local value = redis.call('GET', KEYS[i])
+  if not value then
+    if state ~= 'complete' then return {-1, i - 1} end
+    value = '0'
+  end
+  local cap = tonumber(ARGV[i])
+  if cap >= 0 and tonumber(value) >= cap then return {0, i - 1, tonumber(value)} end
 end
-for i, key in ipairs(KEYS) do
-  used[i] = redis.call('INCR', key)
-  redis.call('EXPIRE', key, ARGV[1])
+local used = {}
+for i = 2, #KEYS do
+  used[i - 1] = redis.call('INCR', KEYS[i])
+  redis.call('EXPIRE', KEYS[i], ARGV[1])
 end
 return {1, unpack(used)}
 """
@@ -148,14 +158,16 @@ def _counters(visitor: Visitor, day: str) -> list[tuple[str, int]]:
 
 
 def current(visitor: Visitor, moment: datetime | None = None) -> Allowance:
-    """The visitor's allowance now (what a tool page shows)."""
+    """The visitor's allowance now (what a tool page shows): one read of Redis."""
     moment = moment or clock.now()
     day = clock.utc_day(moment)
     counters = _counters(visitor, day)
-    values = store().get([key for key, _ in counters])
+    state, *values = store().get([_state_key(day), *(key for key, _ in counters)])
+    if state is None:
+        state = _state(day)
     for index, value in enumerate(values):
         if value is None:
-            values[index] = _seed(counters[index][0], day)
+            values[index] = 0 if state == COMPLETE else _seed(counters[index][0], day)
     own_cap = counters[0][1]
     left = [max(cap - value, 0) for (_, cap), value in zip(counters, values, strict=True)
             if cap != UNLIMITED]  # fmt: skip
@@ -174,13 +186,16 @@ def reserve(visitor: Visitor, moment: datetime | None = None) -> Ticket:
     counters = _counters(visitor, day)
     keys = [key for key, _ in counters]
     caps = [cap for _, cap in counters]
-    for _attempt in range(len(keys) + 1):
-        answer = store().reserve(keys, caps)
+    for _attempt in range(len(keys) + 2):
+        answer = store().reserve([_state_key(day), *keys], caps)
         if answer[0] == 1:
             return Ticket(tuple(keys))
         if answer[0] == 0:
             raise AllowanceExhausted(current(visitor, moment), by_address=answer[1] == 3)
-        _seed(keys[answer[1] - 1], day)
+        if answer[0] == -2:
+            _state(day)
+        else:
+            _seed(keys[answer[1] - 1], day)
     raise RuntimeError("the web allowance's counters could not be seeded")
 
 
@@ -201,6 +216,30 @@ def release_run(run: Run) -> None:
             f"web:{day}:address:{run.web_address}",
         ]
     store().release(keys)
+
+
+COMPLETE, PARTIAL = "complete", "partial"
+
+
+def _state_key(day: str) -> str:
+    return f"web:{day}:state"
+
+
+def _state(day: str) -> str:
+    """The day's state, set now if it has none: "complete" when the database holds no web
+    run of the day (every counter to come starts in Redis), else "partial"."""
+    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    any_run = db.session.scalar(
+        select(Run.id)
+        .where(
+            Run.source == "web",
+            Run.created_at >= start,
+            Run.created_at < start + timedelta(days=1),
+        )
+        .limit(1)
+    )
+    store().seed(_state_key(day), PARTIAL if any_run else COMPLETE, _TTL_SECONDS)
+    return store().get([_state_key(day)])[0] or PARTIAL
 
 
 def _seed(key: str, day: str) -> int:
@@ -230,19 +269,27 @@ def _count(key: str, day: str) -> int:
     return db.session.scalar(query) or 0
 
 
+def _value(raw: bytes | str | None) -> int | str | None:
+    if raw is None:
+        return None
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    return int(text) if text.isdigit() else text
+
+
 class RedisCounters:
     def __init__(self, client):
         self.client = client
         self._reserve = client.register_script(_RESERVE)
         self._release = client.register_script(_RELEASE)
 
-    def get(self, keys: list[str]) -> list[int | None]:
-        return [None if value is None else int(value) for value in self.client.mget(keys)]
+    def get(self, keys: list[str]) -> list:
+        """The keys' values: a counter as an int, the day's state as its text."""
+        return [_value(value) for value in self.client.mget(keys)]
 
     def reserve(self, keys: list[str], caps: list[int]) -> list[int]:
         return [int(value) for value in self._reserve(keys, [_TTL_SECONDS, *caps])]
 
-    def seed(self, key: str, value: int, ttl: int) -> None:
+    def seed(self, key: str, value: int | str, ttl: int) -> None:
         self.client.set(key, value, nx=True, ex=ttl)
 
     def release(self, keys: list[str]) -> None:
@@ -257,23 +304,27 @@ class MemoryCounters:
         self._values: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, keys: list[str]) -> list[int | None]:
+    def get(self, keys: list[str]) -> list:
         with self._lock:
             return [self._values.get(key) for key in keys]
 
     def reserve(self, keys: list[str], caps: list[int]) -> list[int]:
+        """As the Redis script: ``keys`` are the day's state, then the counters."""
         with self._lock:
-            for index, key in enumerate(keys, start=1):
-                if key not in self._values:
+            state, counters = self._values.get(keys[0]), keys[1:]
+            if state is None:
+                return [-2]
+            for index, key in enumerate(counters, start=1):
+                if key not in self._values and state != COMPLETE:
                     return [-1, index]
-                cap = caps[index - 1]
-                if cap >= 0 and self._values[key] >= cap:
-                    return [0, index, self._values[key]]
-            for key in keys:
-                self._values[key] += 1
-            return [1, *(self._values[key] for key in keys)]
+                cap, value = caps[index - 1], self._values.get(key, 0)
+                if cap >= 0 and value >= cap:
+                    return [0, index, value]
+            for key in counters:
+                self._values[key] = self._values.get(key, 0) + 1
+            return [1, *(self._values[key] for key in counters)]
 
-    def seed(self, key: str, value: int, ttl: int) -> None:
+    def seed(self, key: str, value: int | str, ttl: int) -> None:
         with self._lock:
             if key not in self._values:
                 self._forget_old_days(key.split(":")[1])

@@ -20,6 +20,18 @@ from werkzeug.datastructures import FileStorage, MultiDict
 from catalogue import Tool
 from catalogue.tool import MAX_FILE_BYTES
 
+# File types whose usual name is not their media subtype in capitals.
+_TYPE_NAMES = {
+    "jpeg": "JPEG",
+    "webp": "WebP",
+    "mpeg": "MP3",
+    "openxmlformats-officedocument.wordprocessingml.document": "DOCX",
+    "epub+zip": "EPUB",
+    "plain": "text",
+    "quicktime": "MOV",
+    "matroska": "MKV",
+    "icon": "ICO",
+}
 # A text field is a textarea when it may be longer than this (or has no limit).
 _SHORT_TEXT = 120
 
@@ -56,6 +68,21 @@ class FormField:
     @property
     def id(self) -> str:
         return f"field-{self.name}"
+
+    @property
+    def accept_label(self) -> str:
+        """The accepted file types as people name them: "PNG, JPEG, WebP" or "any image"."""
+        names = []
+        for media_type in (self.accept or "").split(","):
+            kind, _, subtype = media_type.strip().partition("/")
+            if subtype == "*":
+                name = f"any {kind}"
+            else:
+                subtype = subtype.removeprefix("x-").removeprefix("vnd.")
+                name = _TYPE_NAMES.get(subtype, subtype.split(".")[-1].split("+")[0].upper())
+            if name not in names:
+                names.append(name)
+        return ", ".join(names)
 
     @property
     def size_limit(self) -> str:

@@ -312,7 +312,7 @@ def test_a_tool_that_cannot_run_here_says_why_and_offers_no_run(app):
     client = visitor(app)
     html = client.get(f"/tools/{unavailable.slug}/").get_data(as_text=True)
     assert "This tool cannot run on this deployment" in html
-    assert re.search(r"<button type=\"submit\" disabled>", html)
+    assert re.search(r"<button type=\"submit\" id=\"run-button\" disabled>", html)
     response = run(client, unavailable.slug)
     assert response.status_code in (422, 503)
     assert web_runs() == 0
