@@ -4,6 +4,8 @@ record), counted against the visitor's web allowance."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from flask import (
     abort,
     make_response,
@@ -12,6 +14,7 @@ from flask import (
     request,
     url_for,
 )
+from markupsafe import Markup
 
 from blueprints.site.forms import FormField, example_values, form_fields, read_form
 from blueprints.site.output import blocks, raw_json
@@ -53,10 +56,11 @@ def runs_on(tool: Tool) -> str:
 
 def _page(tool: Tool, *, status: int = 200, **context):
     """The tool page (or, for htmx, its runner section alone), with ``context``."""
-    fields = form_fields(tool)
+    fields = _form_fields(tool)
     values = context.pop("values", None)
     if values is None:
         values = example_values(tool) if request.args.get("example") else {}
+    errors = context.pop("errors", {})
     visitor = current_visitor().visitor
     shown_inputs = context.pop("inputs", None)
     if shown_inputs is None:
@@ -65,18 +69,54 @@ def _page(tool: Tool, *, status: int = 200, **context):
         "site/tool_runner.html" if request.headers.get("HX-Request") else "site/tool.html",
         tool=tool,
         fields=fields,
-        values=values,
-        errors=context.pop("errors", {}),
+        fields_html=_fields_html(tool, fields, values, errors),
+        errors=errors,
         allowance=allowance.current(visitor),
         runs_on=runs_on(tool),
         reason=tool.unavailable_reason,
         web_plan=WEB_PLAN,
-        snippets=snippets(tool, fields, _snippet_inputs(fields, shown_inputs), request.url_root),
+        snippets=_snippets(tool, fields, _snippet_inputs(fields, shown_inputs)),
         **context,
     )
     response = make_response(body, status)
     response.vary.add("HX-Request")
     return response
+
+
+# What every first view of a tool page shows the same way, made once per tool (and address
+# the page is seen on): its form's fields, their HTML unfilled and the API panel's code for
+# the example. (Rendering them was most of the page's time: bench/README.md, site.py.)
+_CACHE_SIZE = 2048
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _form_fields(tool: Tool) -> list[FormField]:
+    return form_fields(tool)
+
+
+def _fields_html(tool: Tool, fields: list[FormField], values: dict, errors: dict) -> Markup:
+    if values or errors:
+        return Markup(
+            render_template("site/_tool_fields.html", fields=fields, values=values, errors=errors)
+        )
+    return _unfilled_fields_html(tool)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _unfilled_fields_html(tool: Tool) -> Markup:
+    fields = _form_fields(tool)
+    return Markup(render_template("site/_tool_fields.html", fields=fields, values={}, errors={}))
+
+
+def _snippets(tool: Tool, fields: list[FormField], inputs: dict) -> dict[str, str]:
+    if inputs == example_values(tool):
+        return _example_snippets(tool, request.url_root)
+    return snippets(tool, fields, inputs, request.url_root)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _example_snippets(tool: Tool, base_url: str) -> dict[str, str]:
+    return snippets(tool, _form_fields(tool), example_values(tool), base_url)
 
 
 def _snippet_inputs(fields: list[FormField], values: dict) -> dict:
@@ -97,7 +137,7 @@ def run_tool(slug: str):
     tool = _tool_or_404(slug)
     site_visitor = current_visitor()
     visitor = site_visitor.visitor
-    fields = form_fields(tool)
+    fields = _form_fields(tool)
     read = read_form(fields, request.form, request.files)
 
     def refused(status: int, message: str, **more):
@@ -188,7 +228,7 @@ def _queue(tool: Tool, visitor, stored: dict, ticket):
 def tool_snippets(slug: str):
     """The API panel for the inputs now in the form (htmx, as the form changes)."""
     tool = _tool_or_404(slug)
-    fields = form_fields(tool)
+    fields = _form_fields(tool)
     read = read_form(fields, request.form, request.files)
     response = make_response(
         render_template(

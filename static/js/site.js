@@ -31,13 +31,9 @@ document.addEventListener("htmx:configRequest", (event) => {
 // After a run, the runner is swapped whole: give focus back to its Run button (the keyboard
 // user keeps their place; the button was disabled during the request, so htmx's own focus
 // keeping cannot).
-let runSubmitted = false;
-document.addEventListener("htmx:beforeRequest", (event) => {
-  runSubmitted = event.detail.elt && event.detail.elt.id === "run-form";
-});
-document.addEventListener("htmx:afterSettle", () => {
-  if (!runSubmitted) return;
-  runSubmitted = false;
+document.addEventListener("htmx:afterSettle", (event) => {
+  const config = event.detail.requestConfig;
+  if (!config || !config.elt || config.elt.id !== "run-form") return;
   const button = document.getElementById("run-button");
   if (button && (document.activeElement === document.body || !document.activeElement)) {
     button.focus({ preventScroll: true });

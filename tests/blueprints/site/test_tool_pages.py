@@ -386,7 +386,7 @@ def test_a_fault_is_the_sites_500_page(app, monkeypatch):
     def broken(tool):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("blueprints.site.tools.form_fields", broken)
+    monkeypatch.setattr("blueprints.site.tools._form_fields", broken)
     app.config["PROPAGATE_EXCEPTIONS"] = False
     response = visitor(app).get("/tools/word-counter/")
     assert response.status_code == 500 and response.mimetype == "text/html"
