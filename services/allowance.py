@@ -29,6 +29,7 @@ import ipaddress
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -37,7 +38,7 @@ from extensions import db
 from models import Run
 from services import clock
 from services.plans import PlanInfo, get_plan
-from services.redis import redis_client
+from services.redis import ThreadConnections, redis_client
 
 # Counters outlive their day by this much (a run reserved at 23:59:59 is released later).
 _TTL_SECONDS = 2 * 86400
@@ -132,11 +133,16 @@ def address_hashes(address: str | None, browser: str, day: str) -> tuple[str, st
             if parsed.version == 6
             else str(parsed)
         )
-    secret = str(current_app.config["SECRET_KEY"]).encode()
-    salt = hmac.new(secret, f"web-address:{day}".encode(), hashlib.sha256).digest()
+    salt = _daily_salt(str(current_app.config["SECRET_KEY"]), day)
     address_hash = hmac.new(salt, network.encode(), hashlib.sha256).hexdigest()[:40]
     device = hmac.new(salt, f"{network}\n{browser}".encode(), hashlib.sha256).hexdigest()[:40]
     return address_hash, device
+
+
+@lru_cache(maxsize=8)
+def _daily_salt(secret: str, day: str) -> bytes:
+    """The day's salt, from the secret key: yesterday's hashes cannot be matched with today's."""
+    return hmac.new(secret.encode(), f"web-address:{day}".encode(), hashlib.sha256).digest()
 
 
 def anonymous_limit() -> int:
@@ -279,12 +285,15 @@ def _value(raw: bytes | str | None) -> int | str | None:
 class RedisCounters:
     def __init__(self, client):
         self.client = client
+        # Every page of the site reads the counters: one packed command, as the API's hot
+        # path sends its own (services/redis.py).
+        self._connections = ThreadConnections(client)
         self._reserve = client.register_script(_RESERVE)
         self._release = client.register_script(_RELEASE)
 
     def get(self, keys: list[str]) -> list:
         """The keys' values: a counter as an int, the day's state as its text."""
-        return [_value(value) for value in self.client.mget(keys)]
+        return [_value(value) for value in self._connections.execute("MGET", *keys)]
 
     def reserve(self, keys: list[str], caps: list[int]) -> list[int]:
         return [int(value) for value in self._reserve(keys, [_TTL_SECONDS, *caps])]

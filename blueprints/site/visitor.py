@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 
 from flask import after_this_request, current_app, request
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -39,7 +40,12 @@ class SiteVisitor:
 
 
 def _serializer() -> URLSafeSerializer:
-    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt="svc-visitor")
+    return _serializer_for(current_app.config["SECRET_KEY"])
+
+
+@lru_cache(maxsize=4)
+def _serializer_for(secret_key: str) -> URLSafeSerializer:
+    return URLSafeSerializer(secret_key, salt="svc-visitor")
 
 
 def current_visitor() -> SiteVisitor:
