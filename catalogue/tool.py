@@ -322,8 +322,9 @@ class Catalogue:
         should it take one.
 
         Without words in ``q``, ``filter``'s list (sorted by slug). With words, the best
-        matches first: the whole query in the name, then every word in the name, then in
-        the name or slug, then anywhere (slug order within each). ``q`` may be any text: only
+        matches first: the whole query in the name (the earlier in it, the better), then
+        every word in the name, then in the name or slug, then anywhere (slug order within
+        each). ``q`` may be any text: only
         its first ``MAX_QUERY_CHARS`` characters and ``MAX_QUERY_WORDS`` words are read.
         Raises ValueError for an unknown category or plan.
         """
@@ -359,9 +360,12 @@ class Catalogue:
                 else:  # in the summary
                     rank = 3
                     break
-            ranked.append((rank, slug, tool))
-        ranked.sort(key=lambda match: match[:2])
-        return tuple(tool for _, _, tool in ranked)
+            # Within the first tier, a name that starts with the query comes first ("Image
+            # Resizer" before "Audio Waveform Image").
+            at = name.find(phrase) if rank == 0 else 0
+            ranked.append((rank, at, slug, tool))
+        ranked.sort(key=lambda match: match[:3])
+        return tuple(match[3] for match in ranked)
 
     @cached_property
     def _search_index(self) -> dict[str, tuple[str, str, str, str, Tool]]:
