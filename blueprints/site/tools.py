@@ -14,6 +14,7 @@ from flask import (
     request,
     url_for,
 )
+from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
 from blueprints.site.forms import FormField, example_values, form_fields, read_form
@@ -56,31 +57,68 @@ def runs_on(tool: Tool) -> str:
 
 def _page(tool: Tool, *, status: int = 200, **context):
     """The tool page (or, for htmx, its runner section alone), with ``context``."""
-    fields = _form_fields(tool)
     values = context.pop("values", None)
     if values is None:
         values = example_values(tool) if request.args.get("example") else {}
     errors = context.pop("errors", {})
-    visitor = current_visitor().visitor
     shown_inputs = context.pop("inputs", None)
-    if shown_inputs is None:
-        shown_inputs = values or example_values(tool)
-    body = render_template(
-        "site/tool_runner.html" if request.headers.get("HX-Request") else "site/tool.html",
-        tool=tool,
-        fields=fields,
-        fields_html=_fields_html(tool, fields, values, errors),
-        errors=errors,
-        allowance=allowance.current(visitor),
-        runs_on=runs_on(tool),
-        reason=tool.unavailable_reason,
-        web_plan=WEB_PLAN,
-        snippets=_snippets(tool, fields, _snippet_inputs(fields, shown_inputs)),
-        **context,
-    )
+    current = allowance.current(current_visitor().visitor)
+    per_visitor = {
+        "csrf": generate_csrf(),
+        "allowance": current,
+        "allowance_html": Markup(render_template("site/_allowance.html", allowance=current)),
+    }
+    htmx = bool(request.headers.get("HX-Request"))
+    if not (values or errors or context or htmx or status != 200):
+        # The page as most visitors first see it: made once, the visitor's parts put in.
+        body = _unfilled_page(tool, request.host_url, request.script_root, tool.unavailable_reason)
+        body = body.replace(_CSRF_SLOT, per_visitor["csrf"])
+        body = body.replace(_ALLOWANCE_SLOT, per_visitor["allowance_html"])
+    else:
+        fields = _form_fields(tool)
+        shown = (values or example_values(tool)) if shown_inputs is None else shown_inputs
+        body = render_template(
+            "site/tool_runner.html" if htmx else "site/tool.html",
+            **_page_context(tool, fields, values, errors),
+            snippets=_snippets(tool, fields, _snippet_inputs(fields, shown)),
+            **per_visitor,
+            **context,
+        )
     response = make_response(body, status)
     response.vary.add("HX-Request")
     return response
+
+
+def _page_context(tool: Tool, fields: list[FormField], values: dict, errors: dict) -> dict:
+    return {
+        "tool": tool,
+        "fields": fields,
+        "fields_html": _fields_html(tool, fields, values, errors),
+        "errors": errors,
+        "runs_on": runs_on(tool),
+        "reason": tool.unavailable_reason,
+        "web_plan": WEB_PLAN,
+    }
+
+
+# Where the cached page takes the visitor's own parts (characters no rendering produces).
+_CSRF_SLOT = "\x00csrf\x00"
+_ALLOWANCE_SLOT = "\x00allowance\x00"
+
+
+@lru_cache(maxsize=1024)
+def _unfilled_page(tool: Tool, host_url: str, script_root: str, reason: str | None) -> str:
+    """The whole page of ``tool`` as first seen, for one address the site is seen at and
+    one state of the tool's availability, with slots for the visitor's parts."""
+    fields = _form_fields(tool)
+    return render_template(
+        "site/tool.html",
+        **_page_context(tool, fields, {}, {}),
+        snippets=_example_snippets(tool, request.url_root),
+        csrf=_CSRF_SLOT,
+        allowance=None,
+        allowance_html=Markup(_ALLOWANCE_SLOT),
+    )
 
 
 # What every first view of a tool page shows the same way, made once per tool (and address

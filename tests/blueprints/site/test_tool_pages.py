@@ -383,13 +383,23 @@ def test_the_api_panel_is_code_for_the_inputs_in_the_form(app):
 
 
 def test_a_fault_is_the_sites_500_page(app, monkeypatch):
-    def broken(tool):
+    def broken(*args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("blueprints.site.tools._form_fields", broken)
+    monkeypatch.setattr("blueprints.site.tools.generate_csrf", broken)
     app.config["PROPAGATE_EXCEPTIONS"] = False
     response = visitor(app).get("/tools/word-counter/")
     assert response.status_code == 500 and response.mimetype == "text/html"
     html = response.get_data(as_text=True)
     assert "Something went wrong on our side" in html and "a bug" not in html
     assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+def test_the_page_made_once_carries_each_visitors_own_parts(app):
+    first, second = visitor(app), visitor(app, agent=f"{BROWSER} other")
+    run(first, text=TEXT)
+    assert left(first.get("/tools/word-counter/")) == 4
+    assert left(second.get("/tools/word-counter/")) == 5
+    tokens = {token(first), token(second)}
+    assert len(tokens) == 2 and not any("\x00" in value for value in tokens)
+    assert "\x00" not in second.get("/tools/word-counter/").get_data(as_text=True)
