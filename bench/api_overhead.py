@@ -142,25 +142,27 @@ def run_command(args: list[str], env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-def product_env() -> dict[str, str]:
-    """The environment every product command and server runs with."""
+def product_env(settings: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every product command and server runs with: ``settings`` (this
+    bench's, by default) over the caller's, without what would point it elsewhere."""
     env = dict(os.environ)
     for name in ("FLASK_APP", "FLASK_ENV", "FLASK_DEBUG", "AI_BASE_URL", "AI_API_KEY"):
         env.pop(name, None)
-    env.update(PRODUCT_ENV)
+    env.update(PRODUCT_ENV if settings is None else settings)
     return env
 
 
-def reset_database() -> None:
-    """Drop and create the ``bench_api`` database (PostgreSQL, trust auth, user postgres)."""
+def reset_database(database: str = DATABASE) -> None:
+    """Drop and create ``database`` (PostgreSQL, trust auth, user postgres): ``bench_api``
+    by default."""
     try:
         import psycopg
     except ImportError as missing:
         raise SetupFailed(f"psycopg is not installed in this interpreter: {missing}") from None
     try:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {DATABASE}")
+            conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {database}")
     except psycopg.Error as error:
         raise SetupFailed(f"PostgreSQL at {PG_ADMIN_URL} refused: {error}") from None
 
@@ -438,16 +440,19 @@ class Wrk:
         self.path = path
         self.threads = threads
 
-    def run(self, port: int, request: Request, seconds: float, connections: int) -> Measurement:
-        """Load ``request`` for ``seconds`` on ``connections`` keep-alive connections."""
+    def script(self, request: Request) -> str:
+        """The Lua script wrk sends ``request`` with (and reports its figures by)."""
         headers = "\n".join(
             f"wrk.headers[{lua_string(k)}] = {lua_string(v)}" for k, v in request.headers.items()
         )
-        script = WRK_SCRIPT.format(
+        return WRK_SCRIPT.format(
             method=lua_string(request.method), body=lua_string(request.body), headers=headers
         )
+
+    def run(self, port: int, request: Request, seconds: float, connections: int) -> Measurement:
+        """Load ``request`` for ``seconds`` on ``connections`` keep-alive connections."""
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
-            lua.write(script)
+            lua.write(self.script(request))
         try:
             args = [
                 self.path, f"-t{min(self.threads, connections)}", f"-c{connections}",
@@ -925,19 +930,34 @@ def bench_worker_class(worker_class: str, loadgen, args, product: dict | None) -
 
 def print_table(worker_class: str, results: dict[str, Measurement], args) -> None:
     """One table per worker class: RPS, latency and the ratio to bare Flask with its target."""
+    print_ratio_table(worker_class, results, args, LABELS, TARGETS, widths=(26, 10))
+
+
+def print_ratio_table(
+    worker_class: str,
+    results: dict[str, Measurement],
+    args,
+    labels: dict[str, str],
+    targets: dict[str, float],
+    *,
+    widths: tuple[int, int],
+) -> None:
+    """A worker class's targets as a table: RPS, latency, the ratio to bare Flask with its
+    goal and each round's ratio (bench/site.py prints its own with it)."""
     bare = results.get("bare")
     threads = f" x {args.threads} threads" if worker_class == "gthread" else ""
     if worker_class == "web":
         web_class, options = procfile_web_worker()
         threads = f" (the Procfile's: {web_class} {' '.join(options)})"
     print(f"\n{worker_class}: {args.workers} workers{threads}")
+    label_width, rps_width = widths
     print(
-        f"{'target':<26}{'RPS':>10}{'p50 ms':>9}{'p99 ms':>9}{'vs bare':>9}  {'goal':<15}"
-        f"{'rounds':<13}CPU split"
+        f"{'target':<{label_width}}{'RPS':>{rps_width}}{'p50 ms':>9}{'p99 ms':>9}{'vs bare':>9}  "
+        f"{'goal':<15}{'rounds':<13}CPU split"
     )
     for target, result in results.items():
         ratio = result.rps / bare.rps if bare and bare.rps else 0.0
-        goal = TARGETS.get(target)
+        goal = targets.get(target)
         verdict = f">= {goal:.2f} {'PASS' if ratio >= goal else 'BELOW'}" if goal else ""
         spread = round_ratios(result, bare)
         rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread and target != "bare" else ""
@@ -945,8 +965,8 @@ def print_table(worker_class: str, results: dict[str, Measurement], args) -> Non
         if result.background_cpu_pct > BUSY_WARNING:
             split += f"  (machine {result.background_cpu_pct:.0f}% busy before: suspect)"
         print(
-            f"{LABELS[target]:<26}{result.rps:>10.0f}{result.p50_ms:>9.2f}{result.p99_ms:>9.2f}"
-            f"{ratio:>8.2f}x  {verdict:<15}{rounds:<13}{split}"
+            f"{labels[target]:<{label_width}}{result.rps:>{rps_width}.0f}{result.p50_ms:>9.2f}"
+            f"{result.p99_ms:>9.2f}{ratio:>8.2f}x  {verdict:<15}{rounds:<13}{split}"
         )
 
 

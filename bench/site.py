@@ -37,9 +37,7 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -54,9 +52,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != RO
 sys.path.insert(0, str(ROOT))
 
 from bench.api_overhead import (  # noqa: E402
-    BUSY_WARNING,
     RESULTS_DIR,
-    WRK_SCRIPT,
     Measurement,
     PythonLoad,
     Request,
@@ -68,7 +64,11 @@ from bench.api_overhead import (  # noqa: E402
     git_commit,
     lua_string,
     measure_interleaved,
+    print_ratio_table,
     procfile_web_worker,
+    product_env,
+    reset_database,
+    round_ratios,
     run_command,
 )
 
@@ -116,26 +116,16 @@ class SiteRequest(Request):
 
 def site_env() -> dict[str, str]:
     """The environment of every product command and server."""
-    env = dict(os.environ)
-    for name in ("FLASK_APP", "FLASK_ENV", "FLASK_DEBUG", "AI_BASE_URL", "AI_API_KEY"):
-        env.pop(name, None)
-    env.update(SITE_ENV)
-    return env
+    return product_env(SITE_ENV)
 
 
 def set_up_site() -> None:
     """A fresh ``bench_site`` database with the schema, and an empty Redis db 11."""
     try:
-        import psycopg
         import redis
     except ImportError as missing:
-        raise SetupFailed(f"psycopg or redis is not installed here: {missing}") from None
-    try:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {DATABASE}")
-    except psycopg.Error as error:
-        raise SetupFailed(f"PostgreSQL at {PG_ADMIN_URL} refused: {error}") from None
+        raise SetupFailed(f"redis is not installed here: {missing}") from None
+    reset_database(DATABASE)
     try:
         redis.Redis.from_url(REDIS_URL, socket_timeout=5).flushdb()
     except redis.RedisError as error:
@@ -291,45 +281,12 @@ end
 class SiteWrk(Wrk):
     """wrk as api_overhead.py runs it, plus a new user agent per request where asked."""
 
-    def run(self, port: int, request: Request, seconds: float, connections: int) -> Measurement:
+    def script(self, request: Request) -> str:
+        script = super().script(request)
         if not getattr(request, "new_device", False):
-            return super().run(port, request, seconds, connections)
-        headers = "\n".join(
-            f"wrk.headers[{lua_string(k)}] = {lua_string(v)}" for k, v in request.headers.items()
-        )
+            return script
         prefix = lua_string(f"{USER_AGENT} bench/{uuid.uuid4().hex[:12]}-")
-        script = WRK_SCRIPT.format(
-            method=lua_string(request.method), body=lua_string(request.body), headers=headers
-        ) + WRK_NEW_DEVICE.replace("{prefix}", prefix)
-        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
-            lua.write(script)
-        try:
-            args = [
-                self.path, f"-t{min(self.threads, connections)}", f"-c{connections}",
-                f"-d{max(1, round(seconds))}s", "--latency", "-s", lua.name,
-                f"http://127.0.0.1:{port}{request.path}",
-            ]  # fmt: skip
-            done = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60)
-        finally:
-            os.unlink(lua.name)
-        found = re.search(
-            r"BENCH_RESULT requests=(\d+) duration_us=(\d+) p50_us=(\d+) p99_us=(\d+) "
-            r"status=(\d+) socket=(\d+)",
-            done.stdout,
-        )
-        if done.returncode != 0 or not found:
-            raise SetupFailed(f"wrk failed: {' '.join(args)}\n{done.stdout}\n{done.stderr}")
-        requests, duration_us, p50, p99, status, sockets = map(int, found.groups())
-        seconds_taken = duration_us / 1e6
-        return Measurement(
-            requests=requests,
-            seconds=round(seconds_taken, 3),
-            rps=round(requests / seconds_taken, 1),
-            p50_ms=round(p50 / 1000, 3),
-            p99_ms=round(p99 / 1000, 3),
-            non_2xx=status,
-            socket_errors=sockets,
-        )
+        return script + WRK_NEW_DEVICE.replace("{prefix}", prefix)
 
 
 class SitePythonLoad(PythonLoad):
@@ -413,31 +370,9 @@ class Counting:
 
 
 def print_table(worker_class: str, measured: dict, args) -> None:
-    """One table per worker class: RPS, latency and the ratio to bare Flask with its target."""
-    results: dict[str, Measurement] = measured["results"]
-    bare = results.get("bare")
-    threads = f" x {args.threads} threads" if worker_class == "gthread" else ""
-    if worker_class == "web":
-        web_class, options = procfile_web_worker()
-        threads = f" (the Procfile's: {web_class} {' '.join(options)})"
-    print(f"\n{worker_class}: {args.workers} workers{threads}")
-    print(
-        f"{'target':<40}{'RPS':>8}{'p50 ms':>9}{'p99 ms':>9}{'vs bare':>9}  {'goal':<15}"
-        f"{'rounds':<13}CPU split"
-    )
-    for target, result in results.items():
-        ratio = result.rps / bare.rps if bare and bare.rps else 0.0
-        goal = TARGETS.get(target)
-        verdict = f">= {goal:.2f} {'PASS' if ratio >= goal else 'BELOW'}" if goal else ""
-        spread = round_ratios(result, bare)
-        rounds = f"{min(spread):.2f}-{max(spread):.2f}" if spread and target != "bare" else ""
-        split = "/".join(f"{share}%" for share in result.worker_cpu_split)
-        if result.background_cpu_pct > BUSY_WARNING:
-            split += f"  (machine {result.background_cpu_pct:.0f}% busy before: suspect)"
-        print(
-            f"{LABELS[target]:<40}{result.rps:>8.0f}{result.p50_ms:>9.2f}{result.p99_ms:>9.2f}"
-            f"{ratio:>8.2f}x  {verdict:<15}{rounds:<13}{split}"
-        )
+    """One table per worker class: RPS, latency and the ratio to bare Flask with its target,
+    then what the runs left behind."""
+    print_ratio_table(worker_class, measured["results"], args, LABELS, TARGETS, widths=(40, 8))
     runs = measured["runs"]
     statuses = ", ".join(f"{n} {status}" for status, n in sorted(runs["by_status"].items()))
     print(
@@ -445,17 +380,6 @@ def print_table(worker_class: str, measured: dict, args) -> None:
         f"({runs['recorded'] - runs['sent']} more: in flight as a load run ended); in all "
         f"{statuses}; {runs['redis_keys_added']} Redis keys added"
     )
-
-
-def round_ratios(result: Measurement, bare: Measurement | None) -> list[float]:
-    """The target's ratio to bare Flask in each round (their spread shows the noise)."""
-    if bare is None:
-        return []
-    return [
-        round(rps / bare_rps, 3)
-        for rps, bare_rps in zip(result.round_rps, bare.round_rps, strict=True)
-        if bare_rps
-    ]
 
 
 def runs_mismatch(runs: dict) -> str | None:
