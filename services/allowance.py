@@ -238,6 +238,8 @@ def _state(day: str) -> str:
     any_run = db.session.scalar(
         select(Run.id)
         .where(
+            # Read from the partial index of web runs by address, not the whole table.
+            Run.web_address.isnot(None),
             Run.source == "web",
             Run.created_at >= start,
             Run.created_at < start + timedelta(days=1),
