@@ -323,9 +323,18 @@ def _decode(payload: bytes) -> list[tuple[Table, dict]]:
 
 
 def _revive(table: Table, row: dict) -> dict:
-    """A journaled row as it was recorded: its timestamps as datetimes again."""
+    """A journaled row as it was recorded: its timestamps as datetimes again, and a column
+    it does not name (it was journaled by a version before that column) given its default,
+    or null, as an insert without it would (a key the database makes is left to it)."""
     for column in table.c:
-        value = row.get(column.key)
+        if column.key not in row:
+            default = column.default
+            if default is not None and default.is_scalar:
+                row[column.key] = default.arg
+            elif column.nullable and not column.primary_key:
+                row[column.key] = None
+            continue
+        value = row[column.key]
         if isinstance(value, str) and isinstance(column.type, DateTime):
             row[column.key] = datetime.fromisoformat(value)
     return row

@@ -215,3 +215,19 @@ def test_a_nul_character_is_stored_as_a_replacement_character_not_lost(app, clie
     assert stored.input == {"text": "a\ufffdb \\\ufffd \\u0000"}
     assert stored.output == {"first": "\ufffd"}
     assert db.session.scalar(db.select(UsageEvent).where(UsageEvent.run_id == run["id"]))
+
+
+def test_a_row_journaled_before_a_column_existed_is_written_with_its_default():
+    """A run journaled by the version before the site's columns (source, visitor_id...) is
+    replayed with the defaults an insert without them would take; a key the database makes
+    (the ledger's id) is left to it."""
+    from models import Run, UsageEvent
+    from services.recorder import _revive
+
+    old_run = {"id": "r1", "status": "succeeded", "created_at": "2026-11-24T10:00:00+00:00"}
+    revived = _revive(Run.__table__, dict(old_run))
+    assert revived["source"] == "api"
+    assert revived["visitor_id"] is None and revived["web_address"] is None
+    assert revived["created_at"].isoformat() == "2026-11-24T10:00:00+00:00"
+    ledger = _revive(UsageEvent.__table__, {"run_id": "r1", "credits": 1})
+    assert "id" not in ledger
