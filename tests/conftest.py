@@ -3,6 +3,7 @@
 import contextlib
 import itertools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -217,6 +218,17 @@ def make_key(app):
 
 def auth(raw: str) -> dict:
     return {"X-SVC-API-Key": raw}
+
+
+def stop_process_group(process: subprocess.Popen, timeout: float = 15) -> None:
+    """Stop a process started in its own session, with its children: SIGTERM, then SIGKILL
+    if it has not ended within ``timeout`` seconds."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=timeout)
 
 
 def _free_port() -> int:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -27,6 +26,7 @@ import pytest
 import requests
 
 from catalogue import load_catalogue
+from tests.conftest import stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 # The environment a new user's shell has: none of the settings a deployment sets.
@@ -103,12 +103,7 @@ def served(tmp_path_factory):
         print(f"\nmake run served in {time.monotonic() - started:.1f} s")
         yield Served(repo, base, key, log)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
+        stop_process_group(process)
 
 
 def _wait_until_serving(process: subprocess.Popen, base: str, log: Path) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -35,7 +34,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from tests.conftest import IN_CI, ROOT
+from tests.conftest import IN_CI, ROOT, stop_process_group
 
 CHROMIUM = os.environ.get("SVC_CHROMIUM", "/usr/bin/chromium")
 # The environment a new user's shell has (none of a deployment's settings; test_make_run.py).
@@ -139,12 +138,7 @@ def site(tmp_path_factory) -> Site:
         _wait_until_serving(process, served)
         yield served
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
+        stop_process_group(process)
 
 
 def _wait_until_serving(process: subprocess.Popen, served: Site) -> None:
