@@ -1,11 +1,11 @@
 """The SQLAlchemy models, split by domain; this module only re-exports them."""
 
-from models.account import ROLES, Account, Membership, User
+from models.account import ROLES, Account, Invitation, Membership, User
 from models.api_key import ApiKey
 from models.blob import StoredFile
 from models.plan import PLAN_ORDER, Plan
 from models.run import RUN_STATES, TERMINAL_STATES, Run
-from models.usage import UsageEvent
+from models.usage import UsageDaily, UsageEvent
 from models.webhook import DELIVERY_STATES, WebhookDelivery
 from models.workflow import WorkflowRun
 
@@ -17,10 +17,12 @@ __all__ = [
     "TERMINAL_STATES",
     "Account",
     "ApiKey",
+    "Invitation",
     "Membership",
     "Plan",
     "Run",
     "StoredFile",
+    "UsageDaily",
     "UsageEvent",
     "User",
     "WebhookDelivery",

@@ -23,6 +23,9 @@ class ApiKey(db.Model):
     sandbox: Mapped[bool] = mapped_column(default=False)
     webhook_url: Mapped[str | None] = mapped_column(String(2048))
     webhook_secret: Mapped[str] = mapped_column(String(64))
+    # After a rotation the old secret signs beside the new one until this moment (24 hours).
+    webhook_previous_secret: Mapped[str | None] = mapped_column(String(64))
+    webhook_previous_secret_until: Mapped[datetime | None]
     # Set when the receiver answered 410 Gone: nothing is sent until a URL is saved again.
     webhook_disabled_at: Mapped[datetime | None]
     webhook_disabled_reason: Mapped[str | None] = mapped_column(String(200))
@@ -31,6 +34,11 @@ class ApiKey(db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+    # A rolled key may keep working until then (the API honours it to the second).
+    expires_at: Mapped[datetime | None]
+    created_by_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL")
+    )
 
     account: Mapped[Account] = relationship()
 

@@ -89,3 +89,5 @@ class Run(db.Model):
     visitor_id: Mapped[str | None] = mapped_column(String(64))
     web_device: Mapped[str | None] = mapped_column(String(64))
     web_address: Mapped[str | None] = mapped_column(String(64))
+    # Who started a web run of an account (signed in on the site).
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))

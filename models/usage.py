@@ -1,4 +1,4 @@
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -33,3 +33,21 @@ class UsageEvent(db.Model):
     credits: Mapped[int]
     free_call: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class UsageDaily(db.Model):
+    """Calls, credits and free calls per UTC day, account, key and source: the dashboard's
+    rollup, kept as ledger rows (and web runs of accounts) are recorded, so reading 30 days
+    never scans the ledger. ``api_key_id`` is '' for web runs."""
+
+    __tablename__ = "usage_daily"
+
+    account_id: Mapped[int] = mapped_column(
+        ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True
+    )
+    day: Mapped[date] = mapped_column(primary_key=True)
+    api_key_id: Mapped[str] = mapped_column(String(36), primary_key=True, server_default="")
+    source: Mapped[str] = mapped_column(String(8), primary_key=True)
+    calls: Mapped[int] = mapped_column(default=0, server_default="0")
+    credits: Mapped[int] = mapped_column(default=0, server_default="0")
+    free_calls: Mapped[int] = mapped_column(default=0, server_default="0")
