@@ -7,7 +7,10 @@ UTF-8) of the canonical JSON of the payload without ``signature`` (keys sorted, 
 ``,`` and ``:``, UTF-8); the ``X-SVC-Signature`` header is the same HMAC of the exact raw
 body sent; the Standard Webhooks headers (``webhook-id``, ``webhook-timestamp``,
 ``webhook-signature: v1,<base64>``) sign ``id.timestamp.body`` with the base64-decoded
-secret, so the ``standardwebhooks`` library verifies them.
+secret, so the ``standardwebhooks`` library verifies them. For a day after a rotation
+``webhook-signature`` carries a second signature made with the previous secret, space
+separated (``v1,<new> v1,<old>``), as Standard Webhooks allows; the ``signature`` field and
+``X-SVC-Signature`` hold one value each and use the current secret only.
 """
 
 import base64
@@ -106,21 +109,33 @@ def _hmac_hex(secret: str, data: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), data, hashlib.sha256).hexdigest()
 
 
-def signed_delivery(event: dict, secret: str, webhook_id: str) -> tuple[bytes, dict]:
-    """The body and headers of one delivery of ``event``, stamped now."""
+def signed_delivery(
+    event: dict, secret: str, webhook_id: str, previous_secret: str | None = None
+) -> tuple[bytes, dict]:
+    """The body and headers of one delivery of ``event``, stamped now; with
+    ``previous_secret``, ``webhook-signature`` holds its signature too, after the current
+    secret's."""
     now = clock.now()
     payload = {**event, "delivered_at": iso_utc(now)}
     payload["signature"] = _hmac_hex(secret, canonical(payload))
     body = json.dumps(payload, ensure_ascii=False).encode()
     timestamp = str(int(now.timestamp()))
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    standard = hmac.new(key, f"{webhook_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    signed = f"{webhook_id}.{timestamp}.".encode() + body
+    signatures = [_standard_signature(secret, signed)]
+    if previous_secret:
+        signatures.append(_standard_signature(previous_secret, signed))
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "X-SVC-Signature": _hmac_hex(secret, body),
         "webhook-id": webhook_id,
         "webhook-timestamp": timestamp,
-        "webhook-signature": "v1," + base64.b64encode(standard.digest()).decode(),
+        "webhook-signature": " ".join(signatures),
     }
     return body, headers
+
+
+def _standard_signature(secret: str, signed: bytes) -> str:
+    """``v1,`` + base64 HMAC-SHA256 of ``signed`` keyed with the secret's decoded bytes."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()

@@ -1,8 +1,15 @@
-"""API keys: generation, hashing, lookup with a short per-process cache, revocation.
+"""API keys: generation, hashing, lookup with a short per-process cache, revocation, and
+rolling a key with the old one kept working for a while.
 
 Only the SHA-256 hex digest of a raw key is ever stored or logged. The resolved key is
 cached per process for ``KEY_CACHE_SECONDS`` so that the request hot path does no SQL;
-revocation and plan changes therefore reach every process within that time.
+revocation, suspension and plan changes therefore reach every process within that time. A
+rolled key's ``expires_at`` rides in the cached context and is compared with the clock at
+every request, so it ends to the second on every process.
+
+The key limit counts *working* keys: not revoked and not past their ``expires_at``. A key
+kept working after a roll therefore counts until it expires (each working key has its own
+daily quota, and the limit is what keeps per-key quotas honest: DESIGN.md section 4).
 """
 
 import base64
@@ -14,13 +21,13 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import bindparam, or_, select, update
 
 from extensions import db
-from models import Account, ApiKey, Plan
+from models import Account, ApiKey, Plan, User
 from services import clock
 from services.plans import PlanInfo, get_plan
 
@@ -28,6 +35,16 @@ KEY_PREFIX = "svc_"
 KEY_RANDOM_LENGTH = 40
 _ALPHABET = string.ascii_letters + string.digits
 MAX_ACTIVE_KEYS_PER_SEAT = 5
+# Free and Starter accounts may hold one key, for whoami only (DESIGN.md section 4).
+MAX_KEYS_WITHOUT_API_ACCESS = 1
+MAX_NAME_LENGTH = 100
+# How long a rolled key may keep working beside its replacement: choice -> (label, time).
+ROLL_OVERLAPS: dict[str, tuple[str, timedelta]] = {
+    "now": ("Stop it now", timedelta(0)),
+    "1h": ("1 hour", timedelta(hours=1)),
+    "24h": ("24 hours", timedelta(hours=24)),
+    "7d": ("7 days", timedelta(days=7)),
+}
 _CACHE_SIZE = 10_000
 # last_used_at is written at most this often per key and process.
 _LAST_USED_EVERY = 60.0
@@ -54,6 +71,8 @@ class KeyContext:
     plan: PlanInfo
     per_minute: int
     daily_quota: int
+    # A rolled key works until then (None: until revoked).
+    expires_at: datetime | None = None
 
 
 def generate_raw_key() -> str:
@@ -80,19 +99,70 @@ def new_webhook_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
 
-def create_key(account: Account, name: str, *, sandbox: bool = False) -> tuple[ApiKey, str]:
-    """Add a new key to ``account``; returns the row and the raw key (shown once)."""
-    active = db.session.scalar(
+def key_limit(account: Account) -> int:
+    """How many working keys ``account`` may hold: 5 per seat, or one whoami-only key on a
+    plan without API access (free, starter)."""
+    if not account.plan.api_access:
+        return MAX_KEYS_WITHOUT_API_ACCESS
+    return MAX_ACTIVE_KEYS_PER_SEAT * account.plan.seats
+
+
+def is_working(key: ApiKey, now: datetime | None = None) -> bool:
+    """Not revoked and not past its expiry (a rolled key's overlap)."""
+    if key.revoked_at is not None:
+        return False
+    expires_at = clock.as_utc(key.expires_at)
+    return expires_at is None or expires_at > (now or clock.now())
+
+
+def _working(now: datetime):
+    """The SQL condition of ``is_working``."""
+    return ApiKey.revoked_at.is_(None) & or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > now)
+
+
+def count_working(account_id: int) -> int:
+    return db.session.scalar(
         select(db.func.count(ApiKey.id)).where(
-            ApiKey.account_id == account.id, ApiKey.revoked_at.is_(None)
+            ApiKey.account_id == account_id, _working(clock.now())
         )
     )
-    allowed = MAX_ACTIVE_KEYS_PER_SEAT * account.plan.seats
-    if active >= allowed:
-        raise KeyRefused(
-            f"This account already has {active} active keys, the most its plan allows "
-            f"({MAX_ACTIVE_KEYS_PER_SEAT} per seat). Revoke one first."
+
+
+def limit_message(account: Account, working: int) -> str:
+    """Why no key can be added, for the page, the CLI and create_key's refusal."""
+    if not account.plan.api_access:
+        return (
+            f"The {account.plan.name} plan allows one key, for whoami only (to check a key "
+            "works before upgrading); this account has it. Upgrade to Pro or higher for more "
+            "keys and API access, or revoke the key to make a new one."
         )
+    return (
+        f"This account has {working} working keys, the most its plan allows "
+        f"({MAX_ACTIVE_KEYS_PER_SEAT} per seat, {account.plan.seats} "
+        f"seat{'s' if account.plan.seats != 1 else ''}); a key kept working after a roll "
+        "counts until it expires. Revoke one first."
+    )
+
+
+def clean_name(name: str | None) -> str:
+    """The key's name stripped; KeyRefused when empty or too long."""
+    name = (name or "").strip()
+    if not name:
+        raise KeyRefused("Give the key a name, to recognise it by.")
+    if len(name) > MAX_NAME_LENGTH:
+        raise KeyRefused(f"A key's name is at most {MAX_NAME_LENGTH} characters.")
+    return name
+
+
+def create_key(
+    account: Account, name: str, *, sandbox: bool = False, created_by: User | None = None
+) -> tuple[ApiKey, str]:
+    """Add a new key to ``account``; returns the row and the raw key (shown once).
+    KeyRefused for a bad name or when the account's working keys are at its limit."""
+    name = clean_name(name)
+    working = count_working(account.id)
+    if working >= key_limit(account):
+        raise KeyRefused(limit_message(account, working))
     raw = generate_raw_key()
     key = ApiKey(
         account_id=account.id,
@@ -101,10 +171,23 @@ def create_key(account: Account, name: str, *, sandbox: bool = False) -> tuple[A
         hint=key_hint(raw),
         sandbox=sandbox,
         webhook_secret=new_webhook_secret(),
+        created_by_user_id=created_by.id if created_by is not None else None,
     )
     db.session.add(key)
     db.session.flush()
     return key, raw
+
+
+def working_keys(account_id: int) -> list[tuple[ApiKey, str | None]]:
+    """The account's working keys, oldest first, each with its creator's email (None for a
+    key made by an operator command, or whose creator was deleted)."""
+    rows = db.session.execute(
+        select(ApiKey, User.email)
+        .outerjoin(User, User.id == ApiKey.created_by_user_id)
+        .where(ApiKey.account_id == account_id, _working(clock.now()))
+        .order_by(ApiKey.created_at, ApiKey.id)
+    )
+    return [(key, email) for key, email in rows]
 
 
 def find_key(id_or_hint: str) -> ApiKey:
@@ -126,15 +209,55 @@ def revoke_key(key: ApiKey) -> None:
     forget(key.key_hash)
 
 
-def regenerate_key(key: ApiKey) -> tuple[ApiKey, str]:
-    """Revoke ``key`` and issue a new one with the same name, webhook and settings."""
-    revoke_key(key)
+def regenerate_key(key: ApiKey, *, keep_old_for: str = "now") -> tuple[ApiKey, str]:
+    """Roll ``key``: issue a new one with the same name, sandbox flag, creator, webhook (URL,
+    secrets, state) and limits, and revoke the old one now or let it work for the overlap
+    ``keep_old_for`` (a ``ROLL_OVERLAPS`` choice) beside the new one. KeyRefused for a key
+    that no longer works or was already rolled, an unknown choice, or an overlap that would
+    put the account past its key limit (the old key counts until it expires)."""
+    if keep_old_for not in ROLL_OVERLAPS:
+        raise KeyRefused(
+            f"Keep the old key working for one of: {', '.join(ROLL_OVERLAPS)} "
+            f"(not {keep_old_for!r})."
+        )
+    now = clock.now()
+    if not is_working(key, now):
+        raise KeyRefused("This key no longer works: there is nothing to roll.")
+    if key.expires_at is not None:
+        raise KeyRefused("This key was already rolled: roll the key that replaced it instead.")
+    overlap = ROLL_OVERLAPS[keep_old_for][1]
+    if overlap:
+        working = count_working(key.account_id)
+        if working >= key_limit(key.account):
+            raise KeyRefused(
+                f"Keeping the old key working would make {working + 1} working keys, past "
+                f"this account's limit of {key_limit(key.account)} (a rolled key counts until "
+                'it expires). Roll it with "Stop it now", or revoke another key first.'
+            )
+        key.expires_at = now + overlap
+        forget(key.key_hash)
+    else:
+        revoke_key(key)
     db.session.flush()
-    new_key, raw = create_key(key.account, key.name, sandbox=key.sandbox)
-    new_key.webhook_url = key.webhook_url
-    new_key.webhook_secret = key.webhook_secret
-    new_key.per_minute_override = key.per_minute_override
-    new_key.daily_override = key.daily_override
+    raw = generate_raw_key()
+    new_key = ApiKey(
+        account_id=key.account_id,
+        name=key.name,
+        key_hash=hash_key(raw),
+        hint=key_hint(raw),
+        sandbox=key.sandbox,
+        webhook_url=key.webhook_url,
+        webhook_secret=key.webhook_secret,
+        webhook_previous_secret=key.webhook_previous_secret,
+        webhook_previous_secret_until=key.webhook_previous_secret_until,
+        webhook_disabled_at=key.webhook_disabled_at,
+        webhook_disabled_reason=key.webhook_disabled_reason,
+        per_minute_override=key.per_minute_override,
+        daily_override=key.daily_override,
+        created_by_user_id=key.created_by_user_id,
+    )
+    db.session.add(new_key)
+    db.session.flush()
     return new_key, raw
 
 
@@ -175,13 +298,13 @@ def resolve(raw: str) -> KeyContext | None:
     if hit is not None:
         age = now - hit[0]
         if age < ttl:
-            return hit[1]
+            return _unexpired(hit[1])
         if age < 2 * ttl:
             with _lock:
                 reloaded_elsewhere = key_hash in _reloading
                 _reloading.add(key_hash)
             if reloaded_elsewhere:
-                return hit[1]
+                return _unexpired(hit[1])
     try:
         context = _load(key_hash)
     finally:
@@ -192,7 +315,15 @@ def resolve(raw: str) -> KeyContext | None:
         _cache.move_to_end(key_hash)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
-    return context
+    return _unexpired(context)
+
+
+def _unexpired(context: KeyContext | None) -> KeyContext | None:
+    """``context`` unless its key's overlap after a roll has ended: checked at every
+    request, so the cache never lets an expired key through (no SQL, no Redis)."""
+    if context is None or context.expires_at is None or clock.now() < context.expires_at:
+        return context
+    return None
 
 
 # Built once: constructing this select cost more CPU than running it (each process reloads
@@ -207,6 +338,7 @@ _ACTIVE_KEY = (
         ApiKey.last_used_at,
         ApiKey.per_minute_override,
         ApiKey.daily_override,
+        ApiKey.expires_at,
         Account.id.label("account_id"),
         Account.name.label("account_name"),
         Account.free_calls_used,
@@ -214,12 +346,18 @@ _ACTIVE_KEY = (
     )
     .join(Account, Account.id == ApiKey.account_id)
     .join(Plan, Plan.name == Account.plan_name)
-    .where(ApiKey.key_hash == bindparam("key_hash"), ApiKey.revoked_at.is_(None))
+    .where(
+        ApiKey.key_hash == bindparam("key_hash"),
+        ApiKey.revoked_at.is_(None),
+        or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > bindparam("now")),
+        # A suspended account's keys answer 401 (within a second, as revocation).
+        Account.suspended_at.is_(None),
+    )
 )
 
 
 def _load(key_hash: str) -> KeyContext | None:
-    row = db.session.execute(_ACTIVE_KEY, {"key_hash": key_hash}).first()
+    row = db.session.execute(_ACTIVE_KEY, {"key_hash": key_hash, "now": clock.now()}).first()
     db.session.rollback()  # end the read transaction; the hot path keeps none open
     if row is None:
         return None
@@ -238,6 +376,7 @@ def _load(key_hash: str) -> KeyContext | None:
         plan=plan,
         per_minute=row.per_minute_override or plan.per_minute,
         daily_quota=row.daily_override if row.daily_override is not None else plan.daily_quota,
+        expires_at=clock.as_utc(row.expires_at),
     )
 
 

@@ -4,7 +4,11 @@ Settings: a key's URL is checked when it is saved (``check_url``: http or https,
 port, a host resolving to public addresses only) and again at every attempt, whose
 connection goes to the address checked (``services.fetch.post``). The secret is shown when
 a webhook is created (a URL saved on a key that had none) and when it is rotated, never
-otherwise: ``save`` returns it only then.
+otherwise: ``save`` returns it only then (the key page may reveal it again after a fresh
+login). A rotation keeps the old secret signing beside the new one for
+``PREVIOUS_SECRET_HOURS`` (24): meanwhile every attempt's ``webhook-signature`` carries both
+signatures, ``v1,<new> v1,<old>``, as Standard Webhooks allows, so a receiver can switch to
+the new secret at any moment of that day.
 
 Deliveries: every event for a key with a webhook gets one ``WebhookDelivery`` (its
 ``event_id`` is the ``webhook-id``, the same on every attempt). An attempt succeeds on a 2xx
@@ -52,6 +56,8 @@ LEASE_SECONDS = 60
 # An attempt this late has lost its job (a process restarted, Redis flushed): ``due_ids``.
 OVERDUE_SECONDS = 30
 MAX_URL_LENGTH = 2048
+# After a rotation the previous secret signs beside the new one for this long.
+PREVIOUS_SECRET_HOURS = 24
 # 80, 443 and unprivileged ports; never SSH, SMTP and other well-known services.
 _STANDARD_PORTS = frozenset({80, 443})
 _FIRST_UNPRIVILEGED_PORT = 1024
@@ -110,16 +116,39 @@ def save(key: ApiKey, url: str | None, *, rotate_secret: bool = False) -> str | 
     key.webhook_url = url
     key.webhook_disabled_at = None
     key.webhook_disabled_reason = None
-    if created or rotate_secret:
+    if created:
+        # A new webhook starts afresh: no receiver knows an older secret.
+        key.webhook_secret = new_webhook_secret()
+        key.webhook_previous_secret = key.webhook_previous_secret_until = None
+        return key.webhook_secret
+    if rotate_secret:
         return rotate(key)
     return None
 
 
 def rotate(key: ApiKey) -> str:
     """Give ``key`` a new webhook secret and return it (to be shown once). The caller
-    commits; deliveries attempted from then on are signed with it."""
+    commits; deliveries attempted from then on are signed with it, and with the old one
+    beside it for ``PREVIOUS_SECRET_HOURS`` (a secret rotated out earlier stops signing)."""
+    key.webhook_previous_secret = key.webhook_secret
+    key.webhook_previous_secret_until = clock.now() + timedelta(hours=PREVIOUS_SECRET_HOURS)
     key.webhook_secret = new_webhook_secret()
     return key.webhook_secret
+
+
+def previous_secret(key: ApiKey) -> str | None:
+    """The secret rotated out less than ``PREVIOUS_SECRET_HOURS`` ago, or None."""
+    until = clock.as_utc(key.webhook_previous_secret_until)
+    if key.webhook_previous_secret and until is not None and until > clock.now():
+        return key.webhook_previous_secret
+    return None
+
+
+def previous_secret_until(key: ApiKey) -> datetime | None:
+    """Until when the previous secret signs beside the current one (None: it does not)."""
+    if previous_secret(key) is None:
+        return None
+    return clock.as_utc(key.webhook_previous_secret_until)
 
 
 def describe(key: ApiKey) -> dict:
@@ -134,6 +163,7 @@ def describe(key: ApiKey) -> dict:
         "disabled_at": clock.as_utc(key.webhook_disabled_at),
         "disabled_reason": key.webhook_disabled_reason,
         "secret_hint": key.webhook_secret[: len("whsec_") + 4] + "…",
+        "previous_secret_until": previous_secret_until(key),
         "events": list(EVENTS),
     }
 
@@ -261,7 +291,9 @@ def _finish(delivery: WebhookDelivery, status: str) -> None:
 def _send(delivery: WebhookDelivery, key: ApiKey) -> dict:
     """POST the delivery once, signed now; the attempt's record (never the answer's body)."""
     url = key.webhook_url
-    body, headers = signed_delivery(delivery.payload, key.webhook_secret, delivery.event_id)
+    body, headers = signed_delivery(
+        delivery.payload, key.webhook_secret, delivery.event_id, previous_secret(key)
+    )
     at = clock.now()
     started = time.monotonic()
     status_code = retry_after = error = None

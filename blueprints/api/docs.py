@@ -10,7 +10,7 @@ PUBLIC = []
 # Why each status happens, for the OpenAPI description of the response.
 _REASONS = {
     400: "The body is not parseable JSON [invalid_json].",
-    401: "Missing, malformed, unknown or revoked API key [invalid_api_key].",
+    401: "Missing, malformed, unknown, revoked or expired API key [invalid_api_key].",
     402: "The plan does not include this; `upgrade_url` and `required_plan` say what to buy "
     "[plan_required].",
     403: "Free and Starter keys can only call whoami [plan_required].",

@@ -65,7 +65,8 @@ def authenticate(*, read_usage: bool = False, defer_limit: bool = False) -> KeyC
         raise Problem(
             401,
             "invalid_api_key",
-            "This API key is not valid: it is malformed, unknown or revoked.",
+            "This API key is not valid: it is malformed, unknown, revoked or expired, or its "
+            "account is suspended.",
             headers={"WWW-Authenticate": f'ApiKey header="{API_KEY_HEADER}"'},
         )
     state = g._get_current_object()

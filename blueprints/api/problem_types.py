@@ -42,7 +42,8 @@ _TYPES = (
     ),
     ProblemType(
         "invalid_api_key", (401,), "Missing or invalid API key",
-        "The request carries no API key, or one that is malformed, unknown or revoked.",
+        "The request carries no API key, or one that is malformed, unknown, revoked or "
+        "expired (or whose account is suspended).",
         "Send your key in the X-SVC-API-Key header (or Authorization: Bearer <key>). A lost "
         "or revoked key cannot be recovered: create a new one in your account.",
     ),

@@ -2,7 +2,7 @@ import click
 from flask.cli import AppGroup
 
 from extensions import db
-from services import accounts, keys, webhooks
+from services import accounts, clock, keys, webhooks
 
 keys_cli = AppGroup("keys", help="Create, revoke and regenerate API keys.")
 
@@ -44,17 +44,30 @@ def revoke(key_id_or_hint):
 
 @keys_cli.command("regenerate")
 @click.argument("key_id_or_hint")
-def regenerate(key_id_or_hint):
-    """Revoke a key and issue a new one with the same settings; prints the new raw key last."""
+@click.option(
+    "--keep-old-for",
+    type=click.Choice(list(keys.ROLL_OVERLAPS)),
+    default="now",
+    show_default=True,
+    help="How long the old key keeps working beside the new one (now: revoked at once).",
+)
+def regenerate(key_id_or_hint, keep_old_for):
+    """Roll a key: a new one with the same settings (its raw key last), the old one revoked
+    now or kept working for --keep-old-for."""
     key = _find(key_id_or_hint)
-    if key.revoked_at is not None:
-        raise click.ClickException(f"Key {key.id} is already revoked.")
     try:
-        new_key, raw = keys.regenerate_key(key)
+        new_key, raw = keys.regenerate_key(key, keep_old_for=keep_old_for)
     except keys.KeyRefused as refused:
         raise click.ClickException(str(refused)) from None
     db.session.commit()
-    click.echo(f"Revoked {key.hint}; the new key {new_key.id} ({new_key.hint}) replaces it.")
+    if key.revoked_at is not None:
+        click.echo(f"Revoked {key.hint}; the new key {new_key.id} ({new_key.hint}) replaces it.")
+    else:
+        until = clock.as_utc(key.expires_at).isoformat(timespec="seconds")
+        click.echo(
+            f"{key.hint} keeps working until {until}; the new key {new_key.id} "
+            f"({new_key.hint}) replaces it."
+        )
     click.echo(raw)
 
 

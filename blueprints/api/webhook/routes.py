@@ -37,6 +37,7 @@ _WEBHOOK_EXAMPLE = {
     "disabled_at": None,
     "disabled_reason": None,
     "secret_hint": "whsec_Zm9v…",
+    "previous_secret_until": None,
     "events": [
         "tool.completed",
         "tool.failed",
@@ -137,8 +138,14 @@ class Webhook(MethodView):
     @blp.response(
         200,
         WebhookSchema,
-        description="The webhook as saved; `secret` only when it was created or rotated.",
-        example={**_WEBHOOK_EXAMPLE, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+        description="The webhook as saved; `secret` only when it was created or rotated. "
+        "After a rotation the old secret signs beside the new one until "
+        "`previous_secret_until` (24 hours): `webhook-signature: v1,<new> v1,<old>`.",
+        example={
+            **_WEBHOOK_EXAMPLE,
+            "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "previous_secret_until": "2026-11-23T10:00:00+00:00",
+        },
     )
     @blp.doc(
         operationId="setWebhook",

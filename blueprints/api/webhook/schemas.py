@@ -22,7 +22,11 @@ class WebhookUpdateSchema(ma.Schema):
     rotate_secret = ma.fields.Boolean(
         load_default=False,
         metadata={
-            "description": "Replace the secret; the new one is in the answer, shown only then."
+            "description": "Replace the secret; the new one is in the answer, shown only then. "
+            "The old secret keeps signing beside it for 24 hours (until "
+            "`previous_secret_until`): each delivery's `webhook-signature` then carries both "
+            "signatures, `v1,<new> v1,<old>`, so receivers can switch secrets without missing "
+            "an event."
         },
     )
 
@@ -43,6 +47,15 @@ class WebhookSchema(ma.Schema):
     secret_hint = ma.fields.String(
         required=True,
         metadata={"description": "The secret's first characters, to tell secrets apart."},
+    )
+    previous_secret_until = ma.fields.DateTime(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "After a rotation: until when the previous secret still signs "
+            "each delivery beside the current one (a second `v1,` signature in "
+            "`webhook-signature`); null when it does not."
+        },
     )
     events = ma.fields.List(
         ma.fields.String(metadata={"enum": list(EVENTS)}),
