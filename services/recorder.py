@@ -26,6 +26,9 @@ unreachable), the run's rows are committed to the database before the answer ins
 when neither can take them the request fails (503) rather than answer a run that was not
 recorded.
 
+The daily usage rollups (services/usage_rollup.py) are added to in the transaction that
+inserts the rows, from the rows it inserted (RETURNING): a replay adds nothing twice.
+
 Without Redis (the embedded default) there is no journal: the rows are written in the
 request's own transaction, which the view commits before it answers.
 """
@@ -49,7 +52,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from extensions import db
 from models import Run, UsageEvent
-from services import quota
+from services import quota, usage_rollup
 from services.redis import ThreadConnections, redis_client
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,8 @@ _MAX_BUFFERED = 100_000
 _RUNS, _LEDGER = Run.__table__, UsageEvent.__table__
 _TABLES = (_RUNS, _LEDGER)  # the ledger refers to the runs
 _BY_NAME = {table.name: table for table in _TABLES}
+# What an insert hands back of the rows it inserted, for the daily rollups (usage_rollup).
+_RETURNING = {_RUNS: usage_rollup.RUN_RETURNING, _LEDGER: usage_rollup.LEDGER_RETURNING}
 # What the database answers for a row it will never take: a broken reference (its account
 # deleted meanwhile, say), or a value it cannot read (a NaN in an output's JSON).
 _REFUSED = (exc.IntegrityError, exc.DataError)
@@ -306,9 +311,28 @@ def run_rows(run: dict, ledger: dict | None = None) -> list[tuple[Table, dict]]:
 
 
 def _write_in_session(rows: list[tuple[Table, dict]]) -> None:
-    """Insert ``rows`` in the session's transaction (the caller commits)."""
+    """Insert ``rows``, and add them to the daily rollups, in the session's transaction
+    (the caller commits)."""
     for table, row in rows:
         db.session.execute(table.insert(), row)
+    inserted = {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
+    usage_rollup.add(db.session, _tally(inserted))
+
+
+def _rolled_up(rows: list[tuple[Table, dict]]) -> tuple[bool, bool]:
+    """Whether ``rows`` hold ledger rows, and web runs of accounts: what the daily rollups
+    count (a batch of neither, the failed and the sandbox runs, skips them)."""
+    ledger = web = False
+    for table, row in rows:
+        if table is _LEDGER:
+            ledger = True
+        elif usage_rollup.counts_as_web_run(row):
+            web = True
+    return ledger, web
+
+
+def _tally(inserted: dict[Table, list[dict]]) -> dict:
+    return usage_rollup.tally(inserted.get(_LEDGER, ()), inserted.get(_RUNS, ()))
 
 
 def _encode(value) -> bytes:
@@ -342,20 +366,31 @@ def _revive(table: Table, row: dict) -> dict:
 
 def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     """Insert ``rows`` in one transaction, the runs before the ledger rows that refer to
-    them, committed durably; a row already there (a run written, then replayed from the
-    journal) is left as it is. Raises SQLAlchemy's errors (one of ``_REFUSED`` for a row
-    the database refuses)."""
+    them, and add the rows it inserted to the daily rollups (services/usage_rollup.py) in
+    the same transaction, committed durably; a row already there (a run written, then
+    replayed from the journal) is left as it is, and counted no second time. Raises
+    SQLAlchemy's errors (one of ``_REFUSED`` for a row the database refuses)."""
     by_table = {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
     tables = [(table, values) for table, values in by_table.items() if values]
+    ledger, web = _rolled_up(rows)
     if engine.dialect.name != "postgresql":
         with engine.begin() as connection:
+            inserted = {}
             for table, values in tables:
-                connection.execute(sqlite_insert(table).on_conflict_do_nothing(), values)
+                statement = sqlite_insert(table).on_conflict_do_nothing()
+                if ledger or web:
+                    statement = statement.returning(*(table.c[n] for n in _RETURNING[table]))
+                    result = connection.execute(statement, values)
+                    inserted[table] = [row._asdict() for row in result]
+                else:
+                    connection.execute(statement, values)
+            usage_rollup.add(connection, _tally(inserted))
         return
     # On PostgreSQL the batch is one statement, sent once on the pool's DBAPI connection in
     # autocommit mode: one round trip (a transaction and two COPYs took seven), without
     # SQLAlchemy's session and statement layers, which cost as much CPU as the rows.
-    statement = _statement(tuple((table, tuple(values[0])) for table, values in tables))
+    shapes = tuple((table, tuple(values[0])) for table, values in tables)
+    statement = _statement(shapes, ledger, web)
     documents = [_document(values) for _, values in tables]
     connection = engine.raw_connection()
     driver = connection.driver_connection
@@ -429,18 +464,31 @@ def _json_default(value: object) -> str:
 
 
 @cache
-def _statement(shapes: tuple[tuple[Table, tuple[str, ...]], ...]) -> str:
+def _statement(
+    shapes: tuple[tuple[Table, tuple[str, ...]], ...], ledger: bool = False, web: bool = False
+) -> str:
     """One statement inserting each table's rows from a JSON array (one parameter each), in
     the order given, as a single transaction; rows already there are skipped. Rows of one
-    table share their keys, which are column names."""
+    table share their keys, which are column names. ``ledger`` / ``web``: the rows hold
+    ledger rows / web runs of accounts, which the statement then adds to the daily rollups
+    as well, those it inserted only (RETURNING gives back nothing for a row skipped)."""
+    rollup = ledger or web
     inserts = []
     for table, keys in shapes:
         columns = ", ".join(table.c[key].name for key in keys)
+        returning = f" RETURNING {', '.join(_RETURNING[table])}" if rollup else ""
         inserts.append(
             f"INSERT INTO {table.name} ({columns}) SELECT {columns} "
             f"FROM json_populate_recordset(NULL::{table.name}, %s::json) "
-            "ON CONFLICT DO NOTHING"
+            f"ON CONFLICT DO NOTHING{returning}"
         )
+    if rollup:
+        ctes = [f"rows_{i} AS ({insert})" for i, insert in enumerate(inserts)]
+        named = {table: f"rows_{i}" for i, (table, _) in enumerate(shapes)}
+        final = usage_rollup.pg_rollup_sql(
+            named.get(_LEDGER) if ledger else None, named.get(_RUNS) if web else None
+        )
+        return "WITH " + ", ".join(ctes) + " " + final
     ctes = [f"rows_{i} AS ({insert})" for i, insert in enumerate(inserts[:-1])]
     return ("WITH " + ", ".join(ctes) + " " if ctes else "") + inserts[-1]
 

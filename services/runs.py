@@ -23,7 +23,7 @@ from engines import EngineError, ProviderUnavailable, get_engine, run_tool
 from extensions import db
 from models import TERMINAL_STATES, Account, Run
 from models.base import new_uuid
-from services import allowance, clock, quota, tool_files, usage
+from services import allowance, clock, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
 from services.keys import KeyContext
 from services.quota import Reservation
@@ -344,7 +344,9 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
     if before_end is not None:
         before_end()
     credits, free = 0, False
-    charged = not run.sandbox and run.source != "web"  # the site's runs cost allowance only
+    # The site's tool runs cost allowance only; a workflow's steps are charged wherever it was
+    # started (one started on the site: to its account, with no key).
+    charged = not run.sandbox and (run.source != "web" or run.workflow_run_id is not None)
     if charged:
         # The count only grows: an account past its free calls needs no claim.
         free = free_calls_used < usage.FREE_CALLS and usage.claim_free_call(run.account_id)
@@ -352,12 +354,15 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
     if not _conclude(run, started, "succeeded", output=output, credits=credits):
         return None
     if charged:
-        quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
+        if run.api_key_id is not None:
+            quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
         usage.record(
             usage.ledger_row(
                 run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
             )
         )
+    elif run.source == "web" and run.account_id is not None:
+        usage_rollup.add_web_run(db.session, run)
     return run
 
 
@@ -480,8 +485,8 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
         return False
     for name, value in values.items():  # as written: no query to read them back
         set_committed_value(run, name, value)
-    if status != "succeeded" and run.source == "web":
-        allowance.release_run(run)
+    if status != "succeeded" and run.source == "web" and run.workflow_run_id is None:
+        allowance.release_run(run)  # a workflow's steps hold no allowance
     elif status != "succeeded" and not run.sandbox and run.api_key_id:
         quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
     return True

@@ -6,6 +6,7 @@ from sqlalchemy import func, insert, select, update
 
 from extensions import db
 from models import Account, Run, UsageEvent
+from services import usage_rollup
 from services.keys import KeyContext
 
 FREE_CALLS = 100
@@ -48,8 +49,9 @@ def ledger_row(
 
 
 def record(row: dict) -> None:
-    """Write a ledger row in the session's transaction now."""
+    """Write a ledger row, and add it to the daily rollups, in the session's transaction now."""
     db.session.execute(insert(UsageEvent.__table__), row)
+    usage_rollup.add_ledger(db.session, row)
 
 
 def free_calls_remaining(account_free_calls_used: int) -> int:

@@ -23,12 +23,13 @@ from catalogue import Workflow, load_catalogue
 from catalogue.tool import MAX_FILE_BYTES
 from catalogue.workflow import MissingValue, Step
 from extensions import db
-from models import TERMINAL_STATES, Run, WorkflowRun
+from models import TERMINAL_STATES, Account, Run, WorkflowRun
 from models.base import new_uuid
 from services import clock, quota, runs, storage
 from services.binary import decode_binary
 from services.events import workflow_event
 from services.keys import KeyContext
+from services.plans import PlanInfo
 from services.quota import Reservation
 from services.runs import Admit, QuotaExceeded
 
@@ -69,12 +70,21 @@ def store_input(workflow: Workflow, value: str, account_id: int) -> str | dict:
 
 
 def start(
-    context: KeyContext, workflow: Workflow, value: str | dict, *, admit: Admit = runs.reserve_only
+    context: KeyContext,
+    workflow: Workflow,
+    value: str | dict,
+    *,
+    admit: Admit = runs.reserve_only,
+    user_id: int | None = None,
 ) -> tuple[WorkflowRun, Reservation | None]:
     """Create a run of ``workflow`` (``value``: its stored input): its first steps queued
     with their inputs, the others pending. Reserves one call per step (QuotaExceeded when
     they do not all fit; None for sandbox keys); raises InputRefused when a first step's
-    inputs do not fit its tool. The caller commits, then enqueues ``queued_steps``."""
+    inputs do not fit its tool. The caller commits, then enqueues ``queued_steps``.
+
+    A run started on the site by a member of the account (``user_id``; ``context`` from
+    ``member_context``, with no key) belongs to the account: its steps are web runs of that
+    user, charged credits as the API's are, against no key's quota."""
     moment = clock.now()
     run = WorkflowRun(
         id=new_uuid(),
@@ -119,10 +129,29 @@ def start(
                 notify=False,
                 input=first.get(step.id, {}),
                 created_at=moment,
+                source="api" if user_id is None else "web",
+                user_id=user_id,
             )
         )
     db.session.flush()
     return run, reservation
+
+
+def member_context(account: Account, plan: PlanInfo) -> KeyContext:
+    """What ``start`` needs of a run started on the site by a member of ``account``: no key,
+    so no quota to reserve (pro and above run without a daily limit on the site) and no
+    webhook; credits and free calls are the account's."""
+    return KeyContext(
+        key_id=None, key_hash="", name="", hint="", sandbox=False, created_at=account.created_at,
+        last_used_at=None, account_id=account.id, account_name=account.name,
+        free_calls_used=account.free_calls_used, plan=plan, per_minute=plan.per_minute,
+        daily_quota=0,
+    )  # fmt: skip
+
+
+def no_reservation(context: KeyContext, request: quota.Request | None) -> None:
+    """The admission of a run with no key: nothing to reserve."""
+    return None
 
 
 class StepInputRefused(Exception):
