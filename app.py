@@ -266,6 +266,12 @@ def _init_login(app: Flask) -> None:
     Its after-request hook reads the cookie session through three proxies on every request
     (about 3 µs); under /v1 there is no cookie session to read (StatelessApiSessions)."""
     login_manager.init_app(app)
+    # A session whose address or browser changes is ended (its remember cookie too).
+    login_manager.session_protection = "strong"
+    login_manager.login_view = "site.login"
+    secure = app.config["ENV_NAME"] not in ("development", "test")
+    app.config["SESSION_COOKIE_SECURE"] = secure
+    app.config["REMEMBER_COOKIE_SECURE"] = secure
     hooks = app.after_request_funcs[None]
     update = login_manager._update_remember_cookie
     hooks[hooks.index(update)] = _site_only(update)

@@ -128,6 +128,19 @@ class Config:
     # 0 takes the client address from the connection. Never more than really are there:
     # a client could then choose its own address.
     TRUSTED_PROXIES = 0
+    # Mail to people (services/mail.py): smtp://user:password@host:587, smtps://...:465, or
+    # "log:" (unset: the mail is written to the log, as the embedded default does).
+    MAIL_URL: str | None = None
+    MAIL_FROM = "SVC <no-reply@localhost>"
+    # The site's session cookies (flask-login keeps the signed-in user there): HttpOnly,
+    # SameSite=Lax, and Secure outside development and tests (create_app sets that).
+    SESSION_COOKIE_NAME = "svc_session"
+    SESSION_COOKIE_HTTPONLY = True
+    SESSION_COOKIE_SAMESITE = "Lax"
+    REMEMBER_COOKIE_NAME = "svc_remember"
+    REMEMBER_COOKIE_HTTPONLY = True
+    REMEMBER_COOKIE_SAMESITE = "Lax"
+    REMEMBER_COOKIE_DURATION = 30 * 86400
 
     @classmethod
     def from_env(cls) -> dict:
@@ -154,6 +167,8 @@ class Config:
                 if os.environ.get(name)
             },
             "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
+            "MAIL_URL": os.environ.get("MAIL_URL") or None,
+            **({"MAIL_FROM": os.environ["MAIL_FROM"]} if os.environ.get("MAIL_FROM") else {}),
             **_storage_settings(),
             **{
                 name: float(os.environ[name])

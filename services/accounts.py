@@ -1,10 +1,12 @@
-"""Accounts and their users (operator commands now, sign-up pages later)."""
+"""Accounts and their users: what operator commands and the site's sign-up share."""
+
+import secrets
 
 from sqlalchemy import func, select
 
 from extensions import db
 from models import Account, Membership, User
-from services import keys
+from services import clock, keys
 from services.plans import get_plan
 
 
@@ -20,14 +22,26 @@ def normalise_email(email: str) -> str:
 
 
 def create_account(
-    email: str, plan: str, *, password: str | None = None, name: str | None = None
+    email: str,
+    plan: str,
+    *,
+    password: str | None = None,
+    name: str | None = None,
+    verified: bool = False,
+    admin: bool = False,
 ) -> Account:
-    """A new account on ``plan`` owned by a new user ``email``."""
+    """A new account on ``plan`` owned by a new user ``email`` (``verified``: its address
+    needs no confirmation, as when an operator creates it; ``admin``: an operator)."""
     email = normalise_email(email)
     plan_info = get_plan(plan)
     if db.session.scalar(select(User.id).where(User.email == email)) is not None:
         raise AccountRefused(f"A user with the email {email} already exists.")
-    user = User(email=email)
+    user = User(
+        email=email,
+        email_verified_at=clock.now() if verified else None,
+        is_admin=admin,
+        session_token=secrets.token_hex(16),
+    )
     if password:
         user.set_password(password)
     account = Account(name=name or email.split("@")[0], plan_name=plan_info.name)
@@ -50,6 +64,16 @@ def account_for_email(email: str) -> Account:
     if membership is None:
         raise AccountRefused(f"No account has a user with the email {email}.")
     return membership.account
+
+
+def set_admin(email: str, admin: bool = True) -> User:
+    """Make the user ``email`` an operator (``/admin/``), or no longer one."""
+    email = normalise_email(email)
+    user = db.session.scalar(select(User).where(func.lower(User.email) == email))
+    if user is None:
+        raise AccountRefused(f"No user has the email {email}.")
+    user.is_admin = admin
+    return user
 
 
 def set_plan(email: str, plan: str) -> Account:

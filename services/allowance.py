@@ -88,6 +88,8 @@ class Visitor:
     device: str
     account_id: int | None = None
     plan: PlanInfo | None = None
+    # The signed-in user running it for the account (runs.user_id).
+    user_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,7 @@ class InlineRun:
     visitor_id: str | None = None
     web_device: str | None = None
     web_address: str | None = None
+    user_id: int | None = None
 
     def row(self) -> dict:
         """Its ``runs`` row."""
@@ -260,7 +261,7 @@ def run_for_visitor(
         new_uuid(), visitor.account_id, None, tool.slug, False, inputs,
         created_at=moment, started_at=moment,
         source="web", visitor_id=visitor.id, web_device=visitor.device,
-        web_address=visitor.address,
+        web_address=visitor.address, user_id=visitor.user_id,
     )  # fmt: skip
     started = time.perf_counter()
     try:
@@ -292,6 +293,7 @@ def submit_for_visitor(visitor: Visitor, tool: Tool, inputs: dict) -> Run:
         visitor_id=visitor.id,
         web_device=visitor.device,
         web_address=visitor.address,
+        user_id=visitor.user_id,
     )
     db.session.add(run)
     db.session.flush()

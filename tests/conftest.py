@@ -20,6 +20,7 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from services import accounts, clock, keys
+from tests.fakes.mailbox import Mailbox
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.webhook_receiver import Receiver
 
@@ -198,6 +199,15 @@ def receiver():
     receiver = Receiver()
     yield receiver
     receiver.stop()
+
+
+@pytest.fixture
+def mailbox(app):
+    """A real SMTP server on loopback that ``app`` sends its mails to (tests/fakes/mailbox.py)."""
+    box = Mailbox()
+    app.config["MAIL_URL"] = box.url
+    yield box
+    box.stop()
 
 
 @pytest.fixture

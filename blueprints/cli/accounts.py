@@ -22,10 +22,13 @@ PLAN_CHOICE = click.Choice(PLAN_ORDER, case_sensitive=False)
 @click.option("--plan", type=PLAN_CHOICE, required=True, help="The account's plan.")
 @click.option("--password", default=None, help="Lets the user sign in to the web UI.")
 @click.option("--name", default=None, help="Account name (defaults to the email's local part).")
-def create(email, plan, password, name):
-    """Create an account on PLAN owned by a new user EMAIL."""
+@click.option("--admin", is_flag=True, help="An operator: may open /admin/.")
+def create(email, plan, password, name, admin):
+    """Create an account on PLAN owned by a new user EMAIL (its address counts as confirmed)."""
     try:
-        account = accounts.create_account(email, plan, password=password, name=name)
+        account = accounts.create_account(
+            email, plan, password=password, name=name, verified=True, admin=admin
+        )
     except (accounts.AccountRefused, UnknownPlan) as refused:
         raise click.ClickException(str(refused)) from None
     db.session.commit()
@@ -45,11 +48,26 @@ def set_plan(email, plan):
     click.echo(f"Account {account.id} ({account.name}) is now on the {account.plan_name} plan.")
 
 
+@accounts_cli.command("set-admin")
+@click.argument("email")
+@click.option("--revoke", is_flag=True, help="No longer an operator.")
+def set_admin(email, revoke):
+    """Make the user EMAIL an operator (/admin/ on the site), or, with --revoke, no longer."""
+    try:
+        user = accounts.set_admin(email, not revoke)
+    except accounts.AccountRefused as refused:
+        raise click.ClickException(str(refused)) from None
+    db.session.commit()
+    click.echo(f"{user.email} is {'now' if user.is_admin else 'no longer'} an operator.")
+
+
 @accounts_cli.command("demo")
 def demo():
     """Create the demo account and a demo Pro key once, printing the key."""
     try:
-        account = accounts.create_account("demo@example.com", "pro", password="demo-password")
+        account = accounts.create_account(
+            "demo@example.com", "pro", password="demo-password", verified=True
+        )
     except accounts.AccountRefused:
         click.echo(
             "Demo account demo@example.com exists (password demo-password). Its key was shown "

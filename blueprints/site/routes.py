@@ -4,9 +4,10 @@ from flask import Blueprint, abort, current_app, render_template, request, url_f
 
 from blueprints.api.problem_types import BY_SLUG, PROBLEM_TYPES
 from catalogue import Workflow
-from extensions import db, login_manager
+from extensions import login_manager
 from models import User
 from services.plans import all_plans
+from services.users import load_session_user
 
 bp = Blueprint("site", __name__)
 
@@ -39,7 +40,7 @@ def category_label(category: str) -> str:
 
 @login_manager.user_loader
 def load_user(user_id: str) -> User | None:
-    return db.session.get(User, int(user_id)) if user_id.isdigit() else None
+    return load_session_user(user_id)
 
 
 @bp.get("/")

@@ -14,6 +14,7 @@ from flask import (
     request,
     url_for,
 )
+from flask_login import current_user
 from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
@@ -43,6 +44,26 @@ _ENGINE_KIND = {
 }
 
 
+def plan_allows(tool: Tool, visitor) -> bool:
+    """Whether the visitor's plan runs ``tool`` in the browser: every Pro tool for anyone
+    (within the web allowance); a tool of a higher plan for members of such an account."""
+    if tool.required_plan == WEB_PLAN:
+        return True
+    return visitor.plan is not None and visitor.plan.includes(tool.required_plan)
+
+
+def account_link() -> str:
+    """The header's "Sign in" or "Account" link for this visitor."""
+    if current_user.is_authenticated:
+        return render_template("site/_account_link.html")
+    return _signed_out_link()
+
+
+@lru_cache(maxsize=1)
+def _signed_out_link() -> str:
+    return render_template("site/_account_link.html")
+
+
 def _tool_or_404(slug: str) -> Tool:
     tool = load_catalogue().get(slug)
     if tool is None:
@@ -62,18 +83,24 @@ def _page(tool: Tool, *, status: int = 200, **context):
         values = example_values(tool) if request.args.get("example") else {}
     errors = context.pop("errors", {})
     shown_inputs = context.pop("inputs", None)
-    current = allowance.current(current_visitor().visitor)
+    visitor = current_visitor().visitor
+    current = allowance.current(visitor)
+    plan_ok = plan_allows(tool, visitor)
     per_visitor = {
         "csrf": generate_csrf(),
         "allowance": current,
         "allowance_html": Markup(render_template("site/_allowance.html", allowance=current)),
+        "account_link": account_link(),
+        "plan_ok": plan_ok,
     }
     htmx = bool(request.headers.get("HX-Request"))
-    if not (values or errors or context or htmx or status != 200):
+    as_first_seen = plan_ok == (tool.required_plan == WEB_PLAN)
+    if as_first_seen and not (values or errors or context or htmx or status != 200):
         # The page as most visitors first see it: made once, the visitor's parts put in.
         body = _unfilled_page(tool, request.host_url, request.script_root, tool.unavailable_reason)
         body = body.replace(_CSRF_SLOT, per_visitor["csrf"])
         body = body.replace(_ALLOWANCE_SLOT, per_visitor["allowance_html"])
+        body = body.replace(_ACCOUNT_SLOT, per_visitor["account_link"])
     else:
         fields = _form_fields(tool)
         shown = (values or example_values(tool)) if shown_inputs is None else shown_inputs
@@ -97,13 +124,13 @@ def _page_context(tool: Tool, fields: list[FormField], values: dict, errors: dic
         "errors": errors,
         "runs_on": runs_on(tool),
         "reason": tool.unavailable_reason,
-        "web_plan": WEB_PLAN,
     }
 
 
 # Where the cached page takes the visitor's own parts (characters no rendering produces).
 _CSRF_SLOT = "\x00csrf\x00"
 _ALLOWANCE_SLOT = "\x00allowance\x00"
+_ACCOUNT_SLOT = "\x00account\x00"
 
 
 @lru_cache(maxsize=1024)
@@ -118,6 +145,8 @@ def _unfilled_page(tool: Tool, host_url: str, script_root: str, reason: str | No
         csrf=_CSRF_SLOT,
         allowance=None,
         allowance_html=Markup(_ALLOWANCE_SLOT),
+        account_link=Markup(_ACCOUNT_SLOT),
+        plan_ok=tool.required_plan == WEB_PLAN,
     )
 
 
@@ -193,7 +222,7 @@ def run_tool(slug: str):
             "Your visitor cookie could not be read, so this run was not started. A new "
             "one has been set: send the form again.",
         )
-    if tool.required_plan != WEB_PLAN:
+    if not plan_allows(tool, visitor):
         return refused(
             402,
             f"This tool needs the {tool.required_plan.capitalize()} plan.",
@@ -210,7 +239,14 @@ def run_tool(slug: str):
     try:
         ticket = allowance.reserve(visitor)
     except allowance.AllowanceExhausted as exhausted:
-        return refused(429, "", exhausted=exhausted.allowance, by_address=exhausted.by_address)
+        signup = None if visitor.account_id is not None else url_for("site.signup")
+        return refused(
+            429,
+            "",
+            exhausted=exhausted.allowance,
+            by_address=exhausted.by_address,
+            signup_url=signup,
+        )
     try:
         stored = inputs.store(tool, read.body, read.uploads, account_id=visitor.account_id)
     except inputs.InputRejected as rejected:

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from flask import after_this_request, current_app, request
+from flask_login import current_user
 from itsdangerous import BadSignature, URLSafeSerializer
 
+from blueprints.site.account.access import current_membership
 from services import clock
 from services.allowance import Visitor, address_hashes
+from services.plans import get_plan
 
 COOKIE = "svc_visitor"
 _MAX_AGE = 365 * 86400
@@ -69,9 +72,21 @@ def current_visitor() -> SiteVisitor:
         (request.headers.get("User-Agent", ""), request.headers.get("Accept-Language", ""))
     )
     address, device = address_hashes(request.remote_addr, browser, clock.utc_day())
-    found = SiteVisitor(Visitor(visitor_id, address, device), tampered)
+    found = SiteVisitor(Visitor(visitor_id, address, device, **_signed_in()), tampered)
     request.environ["svc.visitor"] = found
     return found
+
+
+def _signed_in() -> dict:
+    """A signed-in user runs for the current account, on its plan's allowance."""
+    if not current_user.is_authenticated:
+        return {}
+    membership = current_membership()
+    if membership is None:  # every account of the user is suspended: counted as anonymous
+        return {}
+    account = membership.account
+    plan = get_plan(account.plan_name)
+    return {"account_id": account.id, "plan": plan, "user_id": current_user.id}
 
 
 def _set_cookie(visitor_id: str) -> None:

@@ -1,0 +1,120 @@
+"""Who may open an account page: signed in, a member of the current account with a role,
+and, for revealing or rolling keys and secrets, signed in within the last 10 minutes.
+
+The current account is the one chosen in the account switcher (``session["account_id"]``),
+else the user's first: an account they own, else the oldest membership. A suspended account
+is never current (DESIGN.md section 11).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import wraps
+from urllib.parse import urlsplit
+
+from flask import abort, g, redirect, request, session, url_for
+from flask_login import current_user
+
+from models import ROLES, Membership
+from services.users import active_memberships
+
+# A fresh login: the password given within this many seconds.
+FRESH_SECONDS = 600
+_RANK = {role: rank for rank, role in enumerate(reversed(ROLES))}  # member 0 … owner 2
+
+__all__ = [
+    "FRESH_SECONDS",
+    "ROLES",
+    "fresh_login_required",
+    "is_fresh",
+    "mark_fresh",
+    "member_required",
+    "role_at_least",
+    "safe_next",
+]
+
+
+def role_at_least(membership: Membership, role: str) -> bool:
+    return _RANK[membership.role] >= _RANK[role]
+
+
+def member_required(*roles: str):
+    """Signed in (else to the login page), a member of the current account, with one of
+    ``roles`` if any are given (else a 403 page). Sets ``g.account`` and ``g.membership``."""
+    unknown = set(roles) - set(ROLES)
+    if unknown:
+        raise ValueError(f"unknown roles {sorted(unknown)}")
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            if not current_user.is_authenticated:
+                return redirect(url_for("site.login", next=request.full_path.rstrip("?")))
+            membership = current_membership()
+            if membership is None:
+                abort(403, "Your accounts are suspended: there is nothing to show here.")
+            if roles and membership.role not in roles:
+                wanted = " or ".join(roles)
+                abort(403, f"Only an {wanted} of {membership.account.name} can do this.")
+            return view(*args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+def current_membership() -> Membership | None:
+    """The signed-in user's membership in the current account (and ``g``'s account)."""
+    if "membership" in g:
+        return g.membership
+    memberships = active_memberships(current_user)
+    chosen = session.get("account_id")
+    membership = next((m for m in memberships if m.account_id == chosen), None)
+    if membership is None and memberships:
+        membership = memberships[0]
+        session["account_id"] = membership.account_id
+    g.membership = membership
+    g.memberships = memberships
+    g.account = membership.account if membership is not None else None
+    return membership
+
+
+def mark_fresh() -> None:
+    session["login_at"] = int(time.time())
+
+
+def is_fresh() -> bool:
+    return time.time() - session.get("login_at", 0) < FRESH_SECONDS
+
+
+def fresh_login_required(view):
+    """Under ``member_required``: the password was given within the last 10 minutes, else
+    to the page that asks for it again (and back here)."""
+
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        if not is_fresh():
+            target = request.full_path.rstrip("?")
+            if request.method != "GET":  # after the password, come back to the page
+                target = request.referrer if _same_site(request.referrer) else "/account/"
+            response = redirect(url_for("site.reauth", next=target))
+            if request.headers.get("HX-Request"):
+                response.headers["HX-Redirect"] = response.location
+            return response
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+def safe_next(target: str | None, default: str) -> str:
+    """``next`` when it is a path on this site (never another host: an open redirect)."""
+    return target if _same_site(target) else default
+
+
+def _same_site(target: str | None) -> bool:
+    if not target:
+        return False
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return parts.netloc == request.host and parts.scheme in ("http", "https")
+    return target.startswith("/") and not target.startswith("//") and "\\" not in target
