@@ -35,6 +35,7 @@ import pytest
 import requests
 
 from tests.conftest import IN_CI, ROOT, stop_process_group
+from tests.fakes.mailbox import Mailbox
 
 CHROMIUM = os.environ.get("SVC_CHROMIUM", "/usr/bin/chromium")
 # The environment a new user's shell has (none of a deployment's settings; test_make_run.py).
@@ -79,6 +80,29 @@ class Site:
     url: str
     database: Path
     log: Path
+    # The mails the server sends (its MAIL_URL): a real SMTP server in this process.
+    mailbox: Mailbox
+    env: dict
+
+    def flask(self, *args: str) -> str:
+        """Run ``flask --app app ARGS`` in the server's environment (an operator's command,
+        such as ``accounts set-plan``); its output."""
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("flask")), "--app", "app", *args],
+            cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, f"flask {' '.join(args)}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    def query(self, sql: str, *params) -> list[tuple]:
+        """Rows of a read of the server's database."""
+        with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=10) as db:
+            return db.execute(sql, params).fetchall()
+
+    def execute(self, sql: str, *params) -> None:
+        """A write to the server's database (a test moving a moment into the past)."""
+        with sqlite3.connect(self.database, timeout=10) as db:
+            db.execute(sql, params)
 
     def web_runs(self) -> int:
         """Rows of the site's runs in the server's database (read-only)."""
@@ -111,12 +135,14 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> Site:
     folder = tmp_path_factory.mktemp("site")
+    mailbox = Mailbox()
     database = folder / "site.db"
     env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
     env.update(
         APP_ENV="development",
         DATABASE_URL=f"sqlite:///{database}",
         WEB_ADDRESS_DAILY_CAP=str(ADDRESS_CAP),
+        MAIL_URL=mailbox.url,
     )
     flask = str(Path(sys.executable).with_name("flask"))
     upgrade = subprocess.run(
@@ -133,12 +159,13 @@ def site(tmp_path_factory) -> Site:
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, stopped as one
         )  # fmt: skip
-    served = Site(f"http://127.0.0.1:{port}", database, log)
+    served = Site(f"http://127.0.0.1:{port}", database, log, mailbox, env)
     try:
         _wait_until_serving(process, served)
         yield served
     finally:
         stop_process_group(process)
+        mailbox.stop()
 
 
 def _wait_until_serving(process: subprocess.Popen, served: Site) -> None:
@@ -300,3 +327,58 @@ def png(tmp_path_factory) -> Path:
     draw.ellipse((110, 20, 180, 90), fill=(30, 90, 200))
     image.save(path)
     return path
+
+
+# --------------------------------------------------------------------------- accounts
+
+PASSWORD = "browser tests passphrase"
+_signups = itertools.count(1)
+
+
+@dataclass
+class User:
+    email: str
+    password: str
+
+
+def sign_up(visitor: Visitor, email: str, password: str = PASSWORD) -> User:
+    """Sign up through the site's own pages, confirm the address from the mail's link and
+    sign in: ``visitor`` ends signed in, on its account's dashboard."""
+    page = visitor.page
+    visitor.goto("/account/signup")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Create account").click()
+    page.get_by_role("heading", name="Check your mail").wait_for()
+    mail = visitor.site.mailbox.wait_for(email, "Confirm your email")
+    (link,) = [link for link in mail.links if "/account/verify/" in link]
+    page.goto(link)
+    page.get_by_text("Your email address is confirmed").wait_for()
+    sign_in(visitor, email, password)
+    return User(email, password)
+
+
+def sign_in(visitor: Visitor, email: str, password: str = PASSWORD) -> None:
+    page = visitor.page
+    if not page.url.endswith("/account/login"):
+        visitor.goto("/account/login")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/account/**")
+
+
+@pytest.fixture
+def signed_up_user(site):
+    """``signed_up_user(visitor, plan="pro")``: a new user signed up and signed in through the
+    site's pages (the mail's link followed), its account moved to ``plan`` by the operator's
+    command; returns its email and password."""
+
+    def make(visitor: Visitor, plan: str = "pro") -> User:
+        email = f"person{next(_signups)}-{uuid.uuid4().hex[:6]}@example.com"
+        user = sign_up(visitor, email)
+        if plan != "free":
+            site.flask("accounts", "set-plan", email, plan)
+        return user
+
+    return make

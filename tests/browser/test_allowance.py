@@ -34,6 +34,8 @@ def _assert_refused(page) -> None:
     expect(refused).to_contain_text("Nothing was run.")
     pricing = refused.get_by_role("button", name="See pricing: Pro has unlimited runs")
     expect(pricing).to_have_attribute("href", "/pricing?plan=pro")
+    signup = refused.get_by_role("button", name="Sign up free")
+    expect(signup).to_have_attribute("href", "/account/signup")
     expect(page.locator("#run-result")).not_to_contain_text("Result")
     expect(page.locator("#allowance strong")).to_have_text("0")
 
@@ -48,10 +50,16 @@ def test_sixth_anonymous_run_is_refused_and_not_recorded(visitor, site):
     assert _run(page, "One run too many.") == 429
     _assert_refused(page)
     assert site.settled_web_runs() == start + FREE_RUNS
-    # The pricing link leads to the plans, the Pro one highlighted.
+    # The pricing link leads to the plans, the Pro one highlighted; the sign-up offer to
+    # the sign-up form.
     page.locator("#run-refused").get_by_role("button", name="See pricing").click()
     page.wait_for_url("**/pricing?plan=pro")
     expect(page.locator("#plan-pro")).to_have_attribute("aria-current", "true")
+    visitor.goto(TOOL)
+    assert _run(page, "Still one too many.") == 429
+    page.locator("#run-refused").get_by_role("button", name="Sign up free").click()
+    page.wait_for_url("**/account/signup")
+    expect(page.get_by_role("heading", name="Create your account")).to_be_visible()
 
 
 def test_clearing_cookies_gives_no_more_runs(visitor, site):
