@@ -58,6 +58,7 @@ def member_required(*roles: str):
                 abort(403, f"Only an {wanted} of {membership.account.name} can do this.")
             return view(*args, **kwargs)
 
+        wrapped.member_roles = roles or ROLES  # read by the security tests' table
         return wrapped
 
     return decorator
@@ -103,6 +104,7 @@ def fresh_login_required(view):
             return response
         return view(*args, **kwargs)
 
+    wrapped.needs_fresh_login = True  # read by the security tests' table
     return wrapped
 
 
