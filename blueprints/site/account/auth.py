@@ -105,12 +105,19 @@ def signup():
     if request.method == "GET":
         return _form_page(template, plan=request.args.get("plan"))
     email = request.form.get("email", "")
-    password = request.form.get("password", "")
     if request.form.get("website") or is_bot():
         return _form_page(template, 403, message="Automated sign-ups are refused.", email=email)
+    password = request.form.get("password", "")
+    return _mail_a_link(template, "signup", email, lambda: users.sign_up(email, password))
+
+
+def _mail_a_link(template: str, action: str, email: str, send):
+    """A form whose answer is "check your mail" (sign-up, a new confirmation link, a reset),
+    the same whether or not the email has an account: ``send`` does the work, within the
+    attempts of ``action``; its refusals are shown on ``template``."""
     try:
-        _spend("signup", email)
-        users.sign_up(email, password)
+        _spend(action, email)
+        send()
     except TooManyAttempts as exceeded:
         return _too_many(template, exceeded, email=email)
     except users.UserRefused as refused:
@@ -118,7 +125,7 @@ def signup():
         return _form_page(template, 422, errors=errors, message=message, email=email)
     except MailFailed:
         return _form_page(template, 503, message=_MAIL_FAILED, email=email)
-    return _form_page("site/account/check_mail.html", email=email.strip(), reason="signup")
+    return _form_page("site/account/check_mail.html", email=email.strip(), reason=action)
 
 
 @bp.get("/account/verify/<token>")
@@ -138,17 +145,7 @@ def resend_verification():
     if request.method == "GET":
         return _form_page(template)
     email = request.form.get("email", "")
-    try:
-        _spend("resend", email)
-        users.resend_verification(email)
-    except TooManyAttempts as exceeded:
-        return _too_many(template, exceeded, email=email)
-    except users.UserRefused as refused:
-        errors, message = _field_errors(refused)
-        return _form_page(template, 422, errors=errors, message=message, email=email)
-    except MailFailed:
-        return _form_page(template, 503, message=_MAIL_FAILED, email=email)
-    return _form_page("site/account/check_mail.html", email=email.strip(), reason="resend")
+    return _mail_a_link(template, "resend", email, lambda: users.resend_verification(email))
 
 
 # ----------------------------------------------------------------------------- sign-in
@@ -216,17 +213,7 @@ def reset_request():
     if request.method == "GET":
         return _form_page(template)
     email = request.form.get("email", "")
-    try:
-        _spend("reset", email)
-        users.request_reset(email)
-    except TooManyAttempts as exceeded:
-        return _too_many(template, exceeded, email=email)
-    except users.UserRefused as refused:
-        errors, message = _field_errors(refused)
-        return _form_page(template, 422, errors=errors, message=message, email=email)
-    except MailFailed:
-        return _form_page(template, 503, message=_MAIL_FAILED, email=email)
-    return _form_page("site/account/check_mail.html", email=email.strip(), reason="reset")
+    return _mail_a_link(template, "reset", email, lambda: users.request_reset(email))
 
 
 @bp.route("/account/reset/<token>", methods=["GET", "POST"])
