@@ -18,6 +18,7 @@ from flask_login import current_user
 from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
+from blueprints.site import prefill
 from blueprints.site.forms import FormField, example_values, form_fields, read_form
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
@@ -193,8 +194,10 @@ def _snippet_inputs(fields: list[FormField], values: dict) -> dict:
 
 @bp.get("/tools/<slug>/")
 def tool_page(slug: str):
-    """A tool: what it does, its form, the same call as code."""
-    return _page(_tool_or_404(slug))
+    """A tool: what it does, its form, the same call as code; ``?from_run=<run id>`` (one
+    of the visitor's runs: "run again") fills the form with that run's input."""
+    tool = _tool_or_404(slug)
+    return _page(tool, values=prefill.tool_values(tool) if "from_run" in request.args else None)
 
 
 @bp.post("/tools/<slug>/")
