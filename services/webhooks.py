@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from extensions import db
@@ -450,6 +450,31 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     if created_at.tzinfo is None or len(delivery_id) != 36:
         raise ValueError("not a cursor")
     return created_at, delivery_id
+
+
+def latest_deliveries(key_ids: list[str]) -> dict[str, WebhookDelivery]:
+    """Each key's newest delivery (keys without one are left out), in one query."""
+    if not key_ids:
+        return {}
+    ranked = (
+        select(
+            WebhookDelivery.id,
+            func.row_number()
+            .over(
+                partition_by=WebhookDelivery.api_key_id,
+                order_by=(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc()),
+            )
+            .label("rank"),
+        )
+        .where(WebhookDelivery.api_key_id.in_(key_ids))
+        .subquery()
+    )
+    newest = db.session.scalars(
+        select(WebhookDelivery)
+        .join(ranked, ranked.c.id == WebhookDelivery.id)
+        .where(ranked.c.rank == 1)
+    )
+    return {delivery.api_key_id: delivery for delivery in newest}
 
 
 def find(key_id: str, delivery_id: str) -> WebhookDelivery | None:
