@@ -298,7 +298,10 @@ def resolve(raw: str) -> KeyContext | None:
     if hit is not None:
         age = now - hit[0]
         if age < ttl:
-            return _unexpired(hit[1])
+            context = hit[1]
+            if context is None or context.expires_at is None:
+                return context  # most keys: no call, no clock read
+            return _unexpired(context)
         if age < 2 * ttl:
             with _lock:
                 reloaded_elsewhere = key_hash in _reloading

@@ -457,9 +457,11 @@ def api_key(key_id):
 
 
 @bp.get("/account/api-keys/<key_id>/webhook")
-@bp.get("/account/api-keys/<key_id>/webhook/<any(reveal, rotate, test):action>")
+@bp.get("/account/api-keys/<key_id>/webhook/reveal")
+@bp.get("/account/api-keys/<key_id>/webhook/rotate")
+@bp.get("/account/api-keys/<key_id>/webhook/test")
 @member_required()
-def webhook_form(key_id, action=None):
+def webhook_form(key_id):
     """The address of a webhook form's answer, opened again: the key's page."""
     return redirect(f"{LIST_PATH}{_account_key(key_id).id}/", 303)
 

@@ -469,6 +469,17 @@ def test_changing_and_removing_the_url_keeps_then_drops_the_webhook(
     assert "no webhook URL" in _text(console.get(f"/account/api-keys/{key.id}/"))
 
 
+@pytest.mark.parametrize("action", ["webhook", "webhook/reveal", "webhook/rotate", "webhook/test"])
+def test_a_webhook_forms_address_opened_again_leads_to_the_key_page(console, sign_in, action):
+    sign_in()
+    key, _raw = console.create_key()
+    response = console.get(f"/account/api-keys/{key.id}/{action}")
+    assert response.status_code == 303
+    assert response.location.endswith(f"/account/api-keys/{key.id}/")
+    db.session.refresh(key)
+    assert key.webhook_previous_secret is None  # nothing rotated
+
+
 def test_a_disabled_webhook_shows_its_reason(console, sign_in, private_ok, receiver):
     sign_in()
     key, _raw = console.create_key()
