@@ -17,9 +17,10 @@ from services import usage_dashboard
 from services.plans import get_plan
 from services.usage_dashboard import SOURCE_NAMES, History
 
+_IN_PROSE = {"api": "API", "web": "web"}
 # The chart's drawing box (the SVG scales to the page's width).
 WIDTH, HEIGHT = 720, 260
-LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 34
+LEFT, RIGHT, TOP, BOTTOM = 64, 32, 16, 38
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,9 @@ def chart(found: History) -> Chart:
         for source in sources:
             value = day.by_source.get(source, 0)
             height = round(value / top * plot_height, 2)
-            name = SOURCE_NAMES[source]
-            bars.append(
-                Bar(x, round(baseline - stacked - height, 2), bar_width, height, day.day,
-                    source, value, f"{day_label(day.day)}: {value} {name} {unit(metric, value)}")
-            )  # fmt: skip
+            label = f"{day_label(day.day)}: {value} {_IN_PROSE[source]} {unit(metric, value)}"
+            top_y = round(baseline - stacked - height, 2)
+            bars.append(Bar(x, top_y, bar_width, height, day.day, source, value, label))
             stacked += height
     y_ticks = [
         Tick(round(baseline - n * step / top * plot_height, 2), str(n * step)) for n in range(5)
@@ -111,7 +110,7 @@ def chart(found: History) -> Chart:
         for index, day in enumerate(found.days)
         if (last - index) % every == 0
     ]
-    kinds = " and ".join(SOURCE_NAMES[s] for s in sources)
+    kinds = " and ".join(_IN_PROSE[s] for s in sources)
     title = f"{metric.capitalize()} per day, {kinds}"
     total = sum(day.total for day in found.days)
     busiest = max(found.days, key=lambda day: day.total)

@@ -315,7 +315,7 @@ def test_the_workflow_page_offers_the_form_to_pro_members_only(app, client, sign
     assert "is on Starter" in starter and form not in starter
     sign_in("pro", role="member")
     pro = page()
-    assert form in pro and '<label for="start-input">Input</label>' in pro
+    assert form in pro and '<label for="start-input">Input text</label>' in pro
 
 
 def test_a_starter_account_cannot_start_a_workflow(app, client, sign_in):
