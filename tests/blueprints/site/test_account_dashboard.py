@@ -200,9 +200,7 @@ def test_today_per_key_is_what_whoami_reports(app, client, sign_in):
     page = get(client, "/account/")
     document = lxml_html.fromstring(page.get_data(as_text=True))
     rows = {
-        row.xpath("./th")[0].text_content().split()[0]: [
-            td.text_content().strip() for td in row.xpath("./td")
-        ]
+        row.xpath("./th")[0].text.strip(): [td.text_content().strip() for td in row.xpath("./td")]
         for row in document.xpath("//table[contains(@class, 'today-keys')]/tbody/tr")
     }
     assert rows["busy"] == [
@@ -263,12 +261,12 @@ def test_filters_narrow_the_chart_and_the_table_alike(app, client, sign_in):
     # Each key's total over the period, the site's web runs as a row of their own.
     document = lxml_html.fromstring(get(client, "/account/").get_data(as_text=True))
     by_key = {
-        row.xpath("./th")[0].text_content().split()[0]
-        + "/"
-        + row.xpath("./td")[0].text_content(): row.xpath("./td")[1].text_content()
+        row.xpath("./th")[0].text.strip() + "/" + row.xpath("./td")[0].text_content(): row.xpath(
+            "./td"
+        )[1].text_content()
         for row in document.xpath("//table[contains(@class,'usage-keys')]/tbody/tr")
     }
-    assert by_key == {"first/API": "2", "second/API": "2", "On/Web": "1"}
+    assert by_key == {"first/API": "2", "second/API": "2", "On the site/Web": "1"}
 
 
 def test_htmx_gets_the_figures_alone(app, client, sign_in):
