@@ -192,7 +192,8 @@ def _page(status: int = 200, **context):
             "invited_by": i.invited_by.email if i.invited_by is not None else "an operator",
             "sent": _day(i.sent_at),
             "expired": service.is_expired(i, now),
-            "expires": _moment(i.expires_at),
+            "expires_day": _day(i.expires_at),
+            "expires_time": clock.as_utc(i.expires_at).strftime("%H:%M UTC"),
             "manageable": can_manage and i.role in grantable,
         }
         for i in service.open_invitations(account.id)
@@ -217,10 +218,6 @@ def _page(status: int = 200, **context):
 
 def _day(moment) -> str:
     return clock.as_utc(moment).strftime("%Y-%m-%d")
-
-
-def _moment(moment) -> str:
-    return clock.as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _with_article(role: str) -> str:
