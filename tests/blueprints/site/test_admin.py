@@ -299,3 +299,8 @@ def test_a_suspension_without_an_action_is_refused(app, sign_in, client):
     answer = act(client, f"{page}/suspension", {"action": "delete", "reason": "x"}, page)
     assert answer.status_code == 400
     assert db.session.scalar(select(Account.suspended_at).where(Account.id == team.id)) is None
+
+
+def test_the_pricing_page_says_how_to_upgrade(app):
+    html = browser(app).get("/pricing").get_data(as_text=True)
+    assert "To upgrade, write to us from the address you sign in with" in html
