@@ -633,3 +633,17 @@ def test_agency_has_25_seats(app, sign_in, client):
         select(func.count(Membership.id)).where(Membership.account_id == owner.account.id)
     )
     assert f"{members} of 25 seats used" in html
+
+
+@pytest.mark.parametrize("action", ["sign-up", "accept"])
+def test_the_invitation_form_needs_its_csrf_token(app, mailbox, sign_in, client, action):
+    owner = sign_in(plan="business")
+    assert invite(client, "csrf@example.com").status_code == 303
+    path = invitation_link(mailbox, "csrf@example.com")
+    visitor = browser(app, "198.51.100.46")
+    visitor.environ_base["HTTP_REFERER"] = "https://svc.test" + path
+    forget_request_state()
+    answer = visitor.post(path, data={"action": action, "password": PASSWORD})
+    assert answer.status_code == 400 and "Reload the page" in answer.get_data(as_text=True)
+    assert db.session.scalar(select(User.id).where(User.email == "csrf@example.com")) is None
+    assert len(open_invitations(owner.account.id)) == 1
