@@ -17,6 +17,13 @@ taking turns as ``bench/api_overhead.py`` does:
   so the five free runs a day never refuse; the address cap (``WEB_ADDRESS_DAILY_CAP``) is
   set out of reach in the server's environment.
 
+Then (``--dashboard also``, the default; ``only`` for it alone, ``skip`` without it) the
+account dashboard: an account with 1,000,000 ledger rows over 30 days and 20 keys (made with
+``INSERT ... SELECT generate_series``) and the daily rollups that match them; its owner signs
+in, the answers are checked (the chart's and the table's figures add up to the ledger), and
+``GET /account/``, a filtered htmx request and the CSV are timed one request at a time
+(p50, p90, p99; the goal is a p50 under 100 ms).
+
 It builds a fresh PostgreSQL database (``bench_site``) and uses Redis db 11, serves the
 product with gunicorn on a free loopback port (``APP_ENV=production``), checks one answer of
 each target, warms up, and loads it with wrk (installed with ``apt-get install -y wrk`` when
@@ -86,6 +93,7 @@ SITE_ENV = {
 }
 TOOL = "word-counter"
 SEARCH = "image"
+SESSION_COOKIE = "svc_session"  # config.py's SESSION_COOKIE_NAME
 SAMPLE_TEXT = "Flask is a lightweight web framework. It keeps the core small and easy to extend."
 WORKER_CLASSES = ("sync", "gthread", "web")
 DEFAULT_CLASSES = ("sync", "web")
@@ -179,7 +187,7 @@ def form_token(port: int) -> tuple[str, dict[str, str]]:
     cookies = dict(
         cookie.split(";", 1)[0].split("=", 1) for cookie in headers.get("set-cookie", [])
     )
-    if status != 200 or not token or not {"session", "svc_visitor"} <= set(cookies):
+    if status != 200 or not token or not {SESSION_COOKIE, "svc_visitor"} <= set(cookies):
         raise SetupFailed(
             f"GET /tools/{TOOL}/ gave no form token and cookies (status {status}, cookies "
             f"{headers.get('set-cookie')}):\n{text[:2000]}"
@@ -210,7 +218,7 @@ def site_requests(token: str, cookies: dict[str, str]) -> dict[str, SiteRequest]
                     "Content-Type": "application/x-www-form-urlencoded",
                     # The session the form's token belongs to; no visitor cookie: a new
                     # visitor, on a new device (new_device) each time.
-                    "Cookie": f"session={cookies['session']}",
+                    "Cookie": f"{SESSION_COOKIE}={cookies[SESSION_COOKIE]}",
                     "HX-Request": "true",
                     "HX-Current-URL": f"http://127.0.0.1/tools/{TOOL}/",
                 }
@@ -310,6 +318,239 @@ class SitePythonLoad(PythonLoad):
         return super().run(port, varied, seconds, connections)
 
 
+# --------------------------------------------------------------------------- the dashboard
+
+# An account with this many ledger rows over DASHBOARD_DAYS days and DASHBOARD_KEYS keys
+# (the issue's scenario), and its daily rollups; its owner signs in and the dashboard is
+# asked for one request at a time: the figure is the median (p50) time of an answer.
+DASHBOARD_EMAIL = "dashboard@bench.example"
+DASHBOARD_PASSWORD = "bench dashboard passphrase"
+DASHBOARD_LEDGER_ROWS = 1_000_000
+DASHBOARD_KEYS = 20
+DASHBOARD_DAYS = 30
+DASHBOARD_WEB_RUNS_A_DAY = 40
+DASHBOARD_TARGET_MS = 100.0
+DASHBOARD_LABELS = {
+    "dashboard": "GET /account/ (30 days, every key)",
+    "filtered": "GET /account/?key=…&days=7&metric=credits (htmx)",
+    "csv": "GET /account/usage.csv",
+}
+
+
+def seed_dashboard_account() -> dict:
+    """The dashboard's account (Pro, its owner able to sign in), its keys, a ledger of
+    ``DASHBOARD_LEDGER_ROWS`` rows spread over the last ``DASHBOARD_DAYS`` UTC days and the
+    keys, made with INSERT ... SELECT generate_series, and the rollups that match it (as
+    the recorder keeps them), plus the account's web runs of each day; returns what the
+    answers must show."""
+    import psycopg
+
+    run_command(
+        flask_command(
+            "accounts", "create", DASHBOARD_EMAIL, "--plan", "pro",
+            "--password", DASHBOARD_PASSWORD,
+        ),
+        site_env(),
+    )  # fmt: skip
+    with psycopg.connect(SITE_ENV["DATABASE_URL"], autocommit=True) as conn:
+        (account_id,) = conn.execute(
+            "SELECT m.account_id FROM memberships m JOIN users u ON u.id = m.user_id"
+            " WHERE u.email = %s",
+            (DASHBOARD_EMAIL,),
+        ).fetchone()
+        conn.execute("UPDATE accounts SET free_calls_used = 100 WHERE id = %s", (account_id,))
+        conn.execute(
+            "INSERT INTO api_keys (id, account_id, name, key_hash, hint, sandbox,"
+            " webhook_secret, created_at)"
+            " SELECT gen_random_uuid()::text, %(account)s, 'key ' || n,"
+            " encode(sha256(gen_random_uuid()::text::bytea), 'hex'),"
+            " 'svc_' || lpad(n::text, 4, '0') || '…bnch', false, 'whsec_bench', now()"
+            " FROM generate_series(1, %(keys)s) AS n",
+            {"account": account_id, "keys": DASHBOARD_KEYS},
+        )
+        started = time.monotonic()
+        conn.execute(
+            "INSERT INTO usage_events (account_id, api_key_id, tool_slug, credits, free_call,"
+            " created_at)"
+            " SELECT %(account)s, keys.ids[1 + n %% %(keys)s],"
+            " CASE WHEN n %% 3 = 0 THEN 'summarizer' ELSE 'word-counter' END,"
+            " CASE WHEN n %% 3 = 0 THEN 2 ELSE 1 END, false,"
+            " (date_trunc('day', now() AT TIME ZONE 'UTC')"
+            "  - (n / %(keys)s %% %(days)s) * interval '1 day'"
+            "  + (n * 37 %% 86400) * interval '1 second') AT TIME ZONE 'UTC'"
+            " FROM generate_series(1, %(rows)s) AS n,"
+            " (SELECT array_agg(id ORDER BY name) AS ids FROM api_keys"
+            "  WHERE account_id = %(account)s) AS keys",
+            {"account": account_id, "keys": DASHBOARD_KEYS, "days": DASHBOARD_DAYS,
+             "rows": DASHBOARD_LEDGER_ROWS},
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO usage_daily (account_id, day, api_key_id, source, calls, credits,"
+            " free_calls)"
+            " SELECT account_id, (created_at AT TIME ZONE 'UTC')::date, api_key_id, 'api',"
+            " count(*), sum(credits), sum(CASE WHEN free_call THEN 1 ELSE 0 END)"
+            " FROM usage_events WHERE account_id = %(account)s GROUP BY 1, 2, 3"
+            " UNION ALL"
+            " SELECT %(account)s, (now() AT TIME ZONE 'UTC')::date - d, '', 'web', %(web)s, 0, 0"
+            " FROM generate_series(0, %(days)s - 1) AS d",
+            {"account": account_id, "days": DASHBOARD_DAYS, "web": DASHBOARD_WEB_RUNS_A_DAY},
+        )
+        conn.execute("ANALYZE usage_events")
+        conn.execute("ANALYZE usage_daily")
+        seconds = time.monotonic() - started
+        ledger, rolled = conn.execute(
+            "SELECT (SELECT count(*) FROM usage_events WHERE account_id = %(account)s),"
+            " (SELECT sum(calls) FROM usage_daily WHERE account_id = %(account)s"
+            "  AND source = 'api')",
+            {"account": account_id},
+        ).fetchone()
+        (key_id,) = conn.execute(
+            "SELECT id FROM api_keys WHERE account_id = %s ORDER BY name LIMIT 1", (account_id,)
+        ).fetchone()
+    if ledger != DASHBOARD_LEDGER_ROWS or rolled != ledger:
+        raise SetupFailed(f"the dashboard's ledger has {ledger} rows, its rollups {rolled} calls")
+    print(f"dashboard account: {ledger:,} ledger rows over {DASHBOARD_DAYS} days and "
+          f"{DASHBOARD_KEYS} keys, with their rollups, made in {seconds:.1f} s")  # fmt: skip
+    return {
+        "account_id": account_id,
+        "key_id": key_id,
+        "calls": ledger + DASHBOARD_DAYS * DASHBOARD_WEB_RUNS_A_DAY,
+    }
+
+
+def dashboard_session(port: int) -> str:
+    """Sign the dashboard's owner in through the login form; the Cookie header to send."""
+    from urllib.parse import urlencode
+
+    status, headers, text = fetch(port, Request("GET", "/account/login", _browser()))
+    token = re.search(r'name="csrf_token" value="([^"]+)"', text)
+    if status != 200 or not token:
+        raise SetupFailed(f"GET /account/login gave no form (status {status}):\n{text[:2000]}")
+    cookies = _cookies(headers)
+    body = urlencode(
+        {"csrf_token": token.group(1), "email": DASHBOARD_EMAIL, "password": DASHBOARD_PASSWORD}
+    )
+    form = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": _cookie(cookies)}
+    status, headers, text = fetch(port, Request("POST", "/account/login", _browser(**form), body))
+    cookies.update(_cookies(headers))
+    if status != 302:
+        raise SetupFailed(f"signing in to the dashboard answered {status}:\n{text[:2000]}")
+    return _cookie(cookies)
+
+
+def _cookies(headers: dict) -> dict[str, str]:
+    return dict(c.split(";", 1)[0].split("=", 1) for c in headers.get("set-cookie", []))
+
+
+def _cookie(cookies: dict[str, str]) -> str:
+    return "; ".join(f"{name}={value}" for name, value in sorted(cookies.items()))
+
+
+def dashboard_requests(cookie: str, key_id: str) -> dict[str, Request]:
+    signed_in = _browser(Cookie=cookie)
+    query = f"key={key_id}&days=7&metric=credits"
+    return {
+        "dashboard": Request("GET", "/account/", signed_in),
+        "filtered": Request("GET", f"/account/?{query}", {**signed_in, "HX-Request": "true"}),
+        "csv": Request("GET", "/account/usage.csv", signed_in),
+    }
+
+
+def check_dashboard(port: int, requests: dict[str, Request], seeded: dict) -> None:
+    """The dashboard shows every call of the seeded ledger (the chart's bars add up to it,
+    the table's cells too), and the CSV holds a row per key and day."""
+    status, _, text = fetch(port, requests["dashboard"], timeout=60)
+    bars = sum(int(value) for value in re.findall(r'<rect [^>]*data-value="(\d+)"', text))
+    cells = sum(int(v) for v in re.findall(r'<td data-day="[^"]+" data-source="\w+">(\d+)<', text))
+    if status != 200 or bars != seeded["calls"] or cells != seeded["calls"]:
+        raise SetupFailed(
+            f"GET /account/ answered {status}: the chart shows {bars} calls and the table "
+            f"{cells}, the ledger holds {seeded['calls']}:\n{text[:2000]}"
+        )
+    status, _, text = fetch(port, requests["csv"], timeout=60)
+    rows = len(text.strip().splitlines()) - 1
+    expected = DASHBOARD_DAYS * (DASHBOARD_KEYS + 1)
+    if status != 200 or rows != expected:
+        raise SetupFailed(f"the CSV answered {status} with {rows} rows, not {expected}")
+    status, _, text = fetch(port, requests["filtered"], timeout=60)
+    if status != 200 or "usage-chart" not in text or "<html" in text:
+        raise SetupFailed(f"the htmx filter answered {status}:\n{text[:2000]}")
+
+
+def time_requests(port: int, request: Request, count: int) -> dict:
+    """``count`` requests one after the other on one keep-alive connection: the answers'
+    times in milliseconds (p50, p90, p99, max) and how many were not 200."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    times, errors = [], 0
+    try:
+        for _ in range(count):
+            started = time.perf_counter()
+            conn.request(request.method, request.path, headers=request.headers)
+            response = conn.getresponse()
+            response.read()
+            times.append((time.perf_counter() - started) * 1000)
+            errors += response.status != 200
+    finally:
+        conn.close()
+    times.sort()
+
+    def percentile(p: float) -> float:
+        return round(times[min(len(times) - 1, int(p / 100 * len(times)))], 2)
+
+    return {
+        "requests": count,
+        "errors": errors,
+        "p50_ms": percentile(50),
+        "p90_ms": percentile(90),
+        "p99_ms": percentile(99),
+        "max_ms": round(times[-1], 2),
+    }
+
+
+def bench_dashboard(args) -> dict:
+    """Seed the dashboard's account, serve the site with the Procfile's web command's worker
+    class, sign in, check the answers, warm up, then time each target."""
+    print("\n== the account dashboard ==", flush=True)
+    seeded = seed_dashboard_account()
+    site = Server("dashboard", "wsgi:app", "web", args.workers, args.threads)
+    site.env = site_env()
+    try:
+        site.start()
+        site.wait_until_ready("/account/login")
+        requests = dashboard_requests(dashboard_session(site.port), seeded["key_id"])
+        check_dashboard(site.port, requests, seeded)
+        for request in requests.values():
+            time_requests(site.port, request, 10)  # warm-up
+        timed = {
+            target: time_requests(site.port, request, args.dashboard_requests)
+            for target, request in requests.items()
+        }
+    finally:
+        site.stop()
+    return {
+        "ledger_rows": DASHBOARD_LEDGER_ROWS,
+        "keys": DASHBOARD_KEYS,
+        "days": DASHBOARD_DAYS,
+        "target_p50_ms": DASHBOARD_TARGET_MS,
+        "results": timed,
+    }
+
+
+def print_dashboard(measured: dict) -> None:
+    print(
+        f"\n== dashboard: {measured['ledger_rows']:,} ledger rows, {measured['keys']} keys, "
+        f"{measured['days']} days (one request at a time; goal: p50 under "
+        f"{measured['target_p50_ms']:g} ms) =="
+    )
+    print(f"{'target':<52} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}  goal")
+    for target, result in measured["results"].items():
+        met = "met" if result["p50_ms"] < measured["target_p50_ms"] else "MISSED"
+        print(
+            f"{DASHBOARD_LABELS[target]:<52} {result['p50_ms']:>8.1f} {result['p90_ms']:>8.1f} "
+            f"{result['p99_ms']:>8.1f} {result['max_ms']:>8.1f}  {met}"
+        )
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -392,7 +633,9 @@ def runs_mismatch(runs: dict) -> str | None:
     return None
 
 
-def write_json(args, loadgen, by_class: dict, error: str | None) -> None:
+def write_json(
+    args, loadgen, by_class: dict, error: str | None, dashboard: dict | None = None
+) -> None:
     """Write everything measured to ``--output`` (``bench/results/site.json``)."""
     report = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -411,6 +654,7 @@ def write_json(args, loadgen, by_class: dict, error: str | None) -> None:
         "targets": TARGETS,
         "results": {},
         "runs": {},
+        "dashboard": dashboard,
         "error": error,
     }
     for worker_class, measured in by_class.items():
@@ -452,6 +696,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )  # fmt: skip
     parser.add_argument("--output", type=Path, default=RESULTS_FILE, help="the JSON report")
     parser.add_argument(
+        "--dashboard", choices=("also", "only", "skip"), default="also",
+        help="the account dashboard's scenario (1,000,000 ledger rows): after the pages "
+        "(also), alone (only) or not at all (skip)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dashboard-requests", type=int, default=200, help="timed requests per dashboard target"
+    )
+    parser.add_argument(
         "--loadgen", choices=("auto", "wrk", "python"), default="auto",
         help="auto: wrk when present (installed with apt-get when root), else python",
     )  # fmt: skip
@@ -477,13 +729,17 @@ def main(argv: list[str] | None = None) -> int:
               "saturates near 2,000 requests/s, so ratios to bare Flask come out high")  # fmt: skip
     print(f"load generator: {loadgen.name}; {args.duration:g} s x {args.connections} connections")
     by_class: dict[str, dict] = {}
+    dashboard: dict | None = None
     error = None
     signal.signal(signal.SIGTERM, interrupt)
     try:
         set_up_site()
         print(f"site set up: database {DATABASE}, Redis db 11")
-        for worker_class in args.worker_class or DEFAULT_CLASSES:
-            by_class[worker_class] = bench_worker_class(worker_class, loadgen, args)
+        if args.dashboard != "only":
+            for worker_class in args.worker_class or DEFAULT_CLASSES:
+                by_class[worker_class] = bench_worker_class(worker_class, loadgen, args)
+        if args.dashboard != "skip":
+            dashboard = bench_dashboard(args)
     except SetupFailed as failed:
         error = str(failed)
         print(f"\nSETUP FAILED:\n{failed}", file=sys.stderr)
@@ -492,8 +748,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted", file=sys.stderr)
     for worker_class, measured in by_class.items():
         print_table(worker_class, measured, args)
+    if dashboard is not None:
+        print_dashboard(dashboard)
     with contextlib.suppress(OSError):
-        write_json(args, loadgen, by_class, error)
+        write_json(args, loadgen, by_class, error, dashboard)
         print(f"\nresults: {args.output} (load generator: {loadgen.name})")
     if error:
         return 2
@@ -507,6 +765,9 @@ def main(argv: list[str] | None = None) -> int:
         mismatch = runs_mismatch(measured["runs"])
         if mismatch:
             invalid[f"{worker_class}/runs"] = mismatch
+    for target, result in (dashboard or {}).get("results", {}).items():
+        if result["errors"]:
+            invalid[f"dashboard/{target}"] = result["errors"]
     if invalid:
         print(
             "\n" + "!" * 72 + "\nINVALID BENCHMARK: requests failed during measured runs "
