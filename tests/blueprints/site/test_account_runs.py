@@ -442,3 +442,23 @@ def test_a_run_answered_but_not_yet_written_has_its_page(app, client, sign_in, m
     assert page.status_code == 200 and "not yet written" in page.get_data(as_text=True)
     idle.flush()
     assert run_ids(get(client, "/account/runs/")) == [run_id]
+
+
+def test_a_runs_files_are_linked_as_the_api_links_them(app, client, sign_in):
+    me = sign_in("pro")
+    raw, _ = new_key(me.account)
+    forget_request_state()
+    answer = client.post(
+        "/v1/tools/run", headers=auth(raw), json={"slug": "email-qr-code", "input": "a@b.example"}
+    )
+    assert answer.status_code == 200, answer.get_json()
+    run_id = answer.get_json()["run_id"]
+    (url,) = [
+        value["url"]
+        for value in answer.get_json()["output"].values()
+        if isinstance(value, dict) and "url" in value
+    ]
+    document = lxml_html.fromstring(get(client, f"/account/runs/{run_id}/").get_data(as_text=True))
+    assert [img.get("src") for img in document.xpath("//div[@class='output']//img")] == [url]
+    forget_request_state()
+    assert client.get(urlsplit(url).path).status_code == 200
