@@ -25,6 +25,7 @@ class Account(db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # Set by an operator: the account's keys answer 401 and its members cannot sign in.
     suspended_at: Mapped[datetime | None]
+    suspended_reason: Mapped[str | None] = mapped_column(String(500))
 
     plan: Mapped[Plan] = relationship(lazy="joined")
     memberships: Mapped[list["Membership"]] = relationship(back_populates="account")

@@ -103,7 +103,7 @@ def change_plan(account: Account, plan: str) -> Account:
 def suspend(account: Account, reason: str, operator: User) -> Account:
     """Suspend ``account``: its keys answer 401 on every process within KEY_CACHE_SECONDS,
     its members cannot sign in, and signed-in sessions lose it at their next request. The
-    reason goes to the log with the operator (there is no column for it)."""
+    reason is kept with the account (shown on /admin/) and logged with the operator."""
     reason = _reason(reason)
     if any(m.user_id == operator.id for m in account.memberships):
         raise AccountRefused(
@@ -113,6 +113,7 @@ def suspend(account: Account, reason: str, operator: User) -> Account:
     if account.suspended_at is None:
         account.suspended_at = clock.now()
         keys.forget()
+    account.suspended_reason = reason
     log.warning(
         "operator %s suspended account %s (%s): %s", operator.email, account.id, account.name,
         reason,
@@ -126,6 +127,7 @@ def unsuspend(account: Account, reason: str, operator: User) -> Account:
     if account.suspended_at is not None:
         account.suspended_at = None
         keys.forget()
+    account.suspended_reason = None
     log.warning(
         "operator %s lifted the suspension of account %s (%s): %s", operator.email,
         account.id, account.name, reason,

@@ -260,7 +260,8 @@ def _seed(key: str, day: str) -> int:
 
 
 def _count(key: str, day: str) -> int:
-    """A counter's value as the database tells it: the day's web runs that did not fail."""
+    """A counter's value as the database tells it: the day's web runs that did not fail
+    (a workflow's steps started on the site are not tool runs of the allowance)."""
     _, _, kind, value = key.split(":", 3)
     start = datetime.fromisoformat(day).replace(tzinfo=UTC)
     column = {
@@ -272,6 +273,7 @@ def _count(key: str, day: str) -> int:
     query = select(func.count()).where(
         column[kind] == (int(value) if kind == "account" else value),
         Run.source == "web",
+        Run.workflow_run_id.is_(None),
         Run.created_at >= start,
         Run.created_at < start + timedelta(days=1),
         Run.status.notin_(("failed", "canceled")),

@@ -254,7 +254,7 @@ def test_suspension_stops_keys_within_a_second_and_members_lose_access(
     refused = log_in(browser(app, "198.51.100.62"), "owner@suspend.example")
     assert refused.status_code == 401 and "suspended" in refused.get_data(as_text=True)
     html = html_of(client, page)
-    assert "Suspended since" in html and "Lift the suspension" in html
+    assert "Suspended since" in html and "(Chargeback)" in html and "Lift the suspension" in html
     assert any(
         "ops@example.com suspended account" in r.getMessage() and "Chargeback" in r.getMessage()
         for r in caplog.records
@@ -264,6 +264,7 @@ def test_suspension_stops_keys_within_a_second_and_members_lose_access(
     assert answer.status_code == 303
     within_a_second(lambda: whoami(client, raw).status_code == 200)
     assert log_in(browser(app, "198.51.100.63"), "owner@suspend.example").status_code == 302
+    assert "Chargeback" not in html_of(client, page)
 
 
 @pytest.mark.parametrize(

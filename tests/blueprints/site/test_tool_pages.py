@@ -305,6 +305,14 @@ def test_a_queued_run_is_the_visitors_alone_and_can_be_canceled(app, monkeypatch
     assert canceled.status_code == 303
     assert db.session.get(Run, run_id, populate_existing=True).status == "canceled"
     assert left(client.get("/tools/word-counter/")) == 5
+    # "Run it again" opens the tool's form filled with the run's input, without running it.
+    again = re.search(
+        r'href="([^"]+)" role="button" class="secondary outline">Run it again',
+        client.get(page).get_data(as_text=True),
+    )[1]
+    assert again == f"/tools/word-counter/?from_run={run_id}"
+    assert f">{TEXT}</textarea>" in client.get(again).get_data(as_text=True)
+    assert left(client.get("/tools/word-counter/")) == 5
 
 
 def test_a_tool_that_cannot_run_here_says_why_and_offers_no_run(app):
