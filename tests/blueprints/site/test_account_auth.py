@@ -117,6 +117,7 @@ def test_signing_up_with_a_taken_address_says_the_same_and_mails_its_owner(app, 
     first = post(client, "/account/signup", {"email": "taken@example.com", "password": PASSWORD})
     fresh = post(client, "/account/signup", {"email": "new@example.com", "password": PASSWORD})
     assert first.status_code == fresh.status_code == 200
+
     def normalise(page) -> str:
         # The CSRF token is signed with the time: two pages a second apart differ there.
         html = re.sub(r'name="csrf_token" value="[^"]+"', "", page.get_data(as_text=True))
