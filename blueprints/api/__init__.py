@@ -2,12 +2,14 @@
 
 import http
 import logging
+from functools import lru_cache
 
 import redis
 import sqlalchemy.exc
 from flask import current_app, g, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_smorest import Api
+from itsdangerous import URLSafeTimedSerializer
 from werkzeug.exceptions import HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.routing import BaseConverter
 
@@ -88,6 +90,26 @@ class StatelessApiSessions(SecureCookieSessionInterface):
         if is_api_path(request.path):
             return None  # Flask then uses a null session, which it never saves
         return super().open_session(app, request)
+
+    def get_signing_serializer(self, app):
+        """Flask's serializer, made once per secret key (Flask builds a new one to open and
+        another to save each session: a tenth of a site page's first visit)."""
+        if not app.secret_key:
+            return None
+        fallbacks = tuple(app.config["SECRET_KEY_FALLBACKS"] or ())
+        return self._serializer(app.secret_key, fallbacks)
+
+    @lru_cache(maxsize=4)  # noqa: B019 (one interface per app; a few keys over its life)
+    def _serializer(self, secret_key, fallbacks):
+        return URLSafeTimedSerializer(
+            [*fallbacks, secret_key],  # itsdangerous signs with the last
+            salt=self.salt,
+            serializer=self.serializer,
+            signer_kwargs={
+                "key_derivation": self.key_derivation,
+                "digest_method": self.digest_method,
+            },
+        )
 
 
 def register_api(app) -> None:
