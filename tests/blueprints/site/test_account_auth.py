@@ -441,3 +441,30 @@ def test_the_anonymous_sixth_run_offers_sign_up(app):
     assert '<a href="/account/signup" role="button">Sign up free</a>' in sixth.get_data(
         as_text=True
     )
+
+
+def test_a_returning_visitor_is_sent_no_new_cookies(app):
+    """A visitor's session holds the CSRF token only: nothing to protect or rewrite."""
+    client = browser(app)
+    first = client.get("/tools/word-counter/")
+    assert len(first.headers.getlist("Set-Cookie")) == 2  # the visitor and the session
+    forget_request_state()
+    again = client.get("/tools/word-counter/")
+    assert again.headers.getlist("Set-Cookie") == []
+
+
+def test_keep_me_signed_in_outlasts_the_browser_session(app, sign_in):
+    person = sign_in().user
+    client = browser(app)
+    assert log_in(client, person.email, remember="1").status_code == 302
+    remember = client.get_cookie("svc_remember", domain="svc.test")
+    assert remember is not None and remember.http_only
+    # The browser closes: its session cookie goes, the remember cookie stays.
+    client.delete_cookie("svc_session", domain="svc.test")
+    assert signed_in_as(client) == person.email
+    # Not for one page only: the restored session is bound to this browser.
+    assert signed_in_as(client) == person.email
+    assert signed_in_as(client) == person.email
+    # From another browser the session is refused, and the remember cookie with it.
+    client.environ_base["HTTP_USER_AGENT"] = "Another browser"
+    assert signed_in_as(client) is None
