@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,9 +134,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Site:
-    folder = tmp_path_factory.mktemp("site")
+@contextmanager
+def served_site(folder: Path, **settings: str) -> Iterator[Site]:
+    """The embedded default as ``make run`` starts it (``flask db upgrade`` then ``flask
+    run``, ``APP_ENV=development``, a SQLite file under ``folder``, no Redis), its mails
+    sent to a real SMTP server in this process; ``settings``: more of its environment."""
     mailbox = Mailbox()
     database = folder / "site.db"
     env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
@@ -143,6 +147,7 @@ def site(tmp_path_factory) -> Site:
         DATABASE_URL=f"sqlite:///{database}",
         WEB_ADDRESS_DAILY_CAP=str(ADDRESS_CAP),
         MAIL_URL=mailbox.url,
+        **settings,
     )
     flask = str(Path(sys.executable).with_name("flask"))
     upgrade = subprocess.run(
@@ -150,6 +155,7 @@ def site(tmp_path_factory) -> Site:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     if upgrade.returncode != 0:
+        mailbox.stop()
         pytest.fail(f"flask db upgrade failed:\n{upgrade.stdout}\n{upgrade.stderr}"[-3000:])
     port = _free_port()
     log = folder / "server.log"
@@ -166,6 +172,12 @@ def site(tmp_path_factory) -> Site:
     finally:
         stop_process_group(process)
         mailbox.stop()
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Site:
+    with served_site(tmp_path_factory.mktemp("site")) as served:
+        yield served
 
 
 def _wait_until_serving(process: subprocess.Popen, served: Site) -> None:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,17 +28,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 from standardwebhooks import Webhook
 
-from tests.browser.conftest import (
-    _KEPT_ENV,
-    ADDRESS_CAP,
-    Site,
-    _free_port,
-    _wait_until_serving,
-    open_visitor,
-    sign_up,
-)
-from tests.conftest import ROOT, stop_process_group
-from tests.fakes.mailbox import Mailbox
+from tests.browser.conftest import Site, open_visitor, served_site, sign_up
 from tests.fakes.webhook_receiver import Receiver
 
 BLOCKING = {"serious", "critical"}
@@ -53,39 +41,8 @@ _emails = iter(range(1, 10_000))
 def keys_site(tmp_path_factory) -> Site:
     """The session server's setup, plus private webhook targets and a known secret key."""
     folder = tmp_path_factory.mktemp("keys-site")
-    mailbox = Mailbox()
-    database = folder / "site.db"
-    env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
-    env.update(
-        APP_ENV="development",
-        DATABASE_URL=f"sqlite:///{database}",
-        WEB_ADDRESS_DAILY_CAP=str(ADDRESS_CAP),
-        MAIL_URL=mailbox.url,
-        FETCH_ALLOW_PRIVATE="1",
-        SECRET_KEY=SECRET_KEY,
-    )
-    flask = str(Path(sys.executable).with_name("flask"))
-    upgrade = subprocess.run(
-        [flask, "--app", "app", "db", "upgrade"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    if upgrade.returncode != 0:
-        pytest.fail(f"flask db upgrade failed:\n{upgrade.stdout}\n{upgrade.stderr}"[-3000:])
-    port = _free_port()
-    log = folder / "server.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [flask, "--app", "app", "run", "--port", str(port)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    served = Site(f"http://127.0.0.1:{port}", database, log, mailbox, env)
-    try:
-        _wait_until_serving(process, served)
+    with served_site(folder, FETCH_ALLOW_PRIVATE="1", SECRET_KEY=SECRET_KEY) as served:
         yield served
-    finally:
-        stop_process_group(process)
-        mailbox.stop()
 
 
 @pytest.fixture
