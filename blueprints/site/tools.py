@@ -19,6 +19,7 @@ from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
 from blueprints.site import prefill
+from blueprints.site.account.access import may_be_signed_in
 from blueprints.site.forms import FormField, example_values, form_fields, read_form
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
@@ -53,9 +54,16 @@ def plan_allows(tool: Tool, visitor) -> bool:
     return visitor.plan is not None and visitor.plan.includes(tool.required_plan)
 
 
+@lru_cache(maxsize=256)
+def allowance_html(current: allowance.Allowance) -> Markup:
+    """The runs left today, as every tool page shows them (the same for every visitor with
+    the same count: made once per count and day)."""
+    return Markup(render_template("site/_allowance.html", allowance=current))
+
+
 def account_link() -> str:
     """The header's "Sign in" or "Account" link for this visitor."""
-    if current_user.is_authenticated:
+    if may_be_signed_in() and current_user.is_authenticated:
         return render_template("site/_account_link.html")
     return _signed_out_link()
 
@@ -90,7 +98,7 @@ def _page(tool: Tool, *, status: int = 200, **context):
     per_visitor = {
         "csrf": generate_csrf(),
         "allowance": current,
-        "allowance_html": Markup(render_template("site/_allowance.html", allowance=current)),
+        "allowance_html": allowance_html(current),
         "account_link": account_link(),
         "plan_ok": plan_ok,
     }

@@ -17,7 +17,7 @@ from flask import after_this_request, current_app, request
 from flask_login import current_user
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from blueprints.site.account.access import current_membership
+from blueprints.site.account.access import current_membership, may_be_signed_in
 from services import clock
 from services.allowance import Visitor, address_hashes
 from services.plans import get_plan
@@ -79,7 +79,7 @@ def current_visitor() -> SiteVisitor:
 
 def _signed_in() -> dict:
     """A signed-in user runs for the current account, on its plan's allowance."""
-    if not current_user.is_authenticated:
+    if not (may_be_signed_in() and current_user.is_authenticated):
         return {}
     membership = current_membership()
     if membership is None:  # every account of the user is suspended: counted as anonymous

@@ -12,7 +12,7 @@ import time
 from functools import wraps
 from urllib.parse import urlsplit
 
-from flask import abort, g, redirect, request, session, url_for
+from flask import abort, current_app, g, redirect, request, session, url_for
 from flask_login import current_user
 
 from models import ROLES, Membership
@@ -28,10 +28,19 @@ __all__ = [
     "fresh_login_required",
     "is_fresh",
     "mark_fresh",
+    "may_be_signed_in",
     "member_required",
     "role_at_least",
     "safe_next",
 ]
+
+
+def may_be_signed_in() -> bool:
+    """Whether this request can have a signed-in user, asked without loading one: its
+    session holds a user, or it brings a remember cookie (flask-login loads from either).
+    The pages every anonymous visitor sees skip flask-login's loading with it."""
+    cookie = current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token")
+    return "_user_id" in session or cookie in request.cookies
 
 
 def role_at_least(membership: Membership, role: str) -> bool:
