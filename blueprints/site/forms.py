@@ -13,8 +13,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from flask import current_app, g, session
+from flask_wtf.csrf import generate_csrf
+from itsdangerous import URLSafeTimedSerializer
 from werkzeug.datastructures import FileStorage, MultiDict
 
 from catalogue import Tool
@@ -282,3 +286,22 @@ def example_values(tool: Tool) -> dict[str, Any]:
     if "input" in example:
         example[tool.primary] = example.pop("input")
     return example
+
+
+def csrf_token() -> str:
+    """Flask-WTF's CSRF token for this session, as ``generate_csrf`` makes it (the same
+    salt and serializer, so Flask-WTF's check accepts it), signed once per session token
+    and process rather than on every page: the site sets no time limit on its tokens
+    (``WTF_CSRF_TIME_LIMIT`` None), so a token signed earlier stays as good. A session
+    without a token yet gets one from Flask-WTF itself."""
+    config = current_app.config
+    field = config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
+    if field not in g and field in session and config.get("WTF_CSRF_TIME_LIMIT") is None:
+        secret = config.get("WTF_CSRF_SECRET_KEY") or current_app.secret_key
+        setattr(g, field, _signed_token(secret, session[field]))
+    return generate_csrf()
+
+
+@lru_cache(maxsize=4096)
+def _signed_token(secret_key: str, raw: str) -> str:
+    return URLSafeTimedSerializer(secret_key, salt="wtf-csrf-token").dumps(raw)

@@ -15,12 +15,11 @@ from flask import (
     url_for,
 )
 from flask_login import current_user
-from flask_wtf.csrf import generate_csrf
 from markupsafe import Markup
 
 from blueprints.site import prefill
 from blueprints.site.account.access import may_be_signed_in
-from blueprints.site.forms import FormField, example_values, form_fields, read_form
+from blueprints.site.forms import FormField, csrf_token, example_values, form_fields, read_form
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
 from blueprints.site.snippets import snippets
@@ -96,7 +95,7 @@ def _page(tool: Tool, *, status: int = 200, **context):
     current = allowance.current(visitor)
     plan_ok = plan_allows(tool, visitor)
     per_visitor = {
-        "csrf": generate_csrf(),
+        "csrf": csrf_token(),
         "allowance": current,
         "allowance_html": allowance_html(current),
         "account_link": account_link(),

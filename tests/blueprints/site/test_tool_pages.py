@@ -394,7 +394,7 @@ def test_a_fault_is_the_sites_500_page(app, monkeypatch):
     def broken(*args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("blueprints.site.tools.generate_csrf", broken)
+    monkeypatch.setattr("blueprints.site.tools.csrf_token", broken)
     app.config["PROPAGATE_EXCEPTIONS"] = False
     response = visitor(app).get("/tools/word-counter/")
     assert response.status_code == 500 and response.mimetype == "text/html"
