@@ -72,10 +72,10 @@ def test_clearing_cookies_gives_no_more_runs(visitor, site):
     visitor.context.clear_cookies()
     page = visitor.page
     visitor.goto(TOOL)
-    new = {c["name"]: c["value"] for c in visitor.context.cookies()}
-    assert new.get("svc_visitor") not in (None, old["svc_visitor"]), "no new visitor cookie"
-    # A new visitor id, but the same device (address, user agent, languages): nothing left.
+    # A new visitor, but the same device (address, user agent, languages): nothing left.
     expect(page.locator("#allowance strong")).to_have_text("0")
     assert _run(page, "A run with a fresh cookie.") == 429
     _assert_refused(page)
+    new = {c["name"]: c["value"] for c in visitor.context.cookies()}
+    assert new.get("svc_visitor") not in (None, old["svc_visitor"]), "no new visitor cookie"
     assert site.settled_web_runs() == start
