@@ -10,7 +10,8 @@ taking turns as ``bench/api_overhead.py`` does:
   live search swaps in,
 - ``tool``:   ``GET /tools/word-counter/``, a tool page with its form and API panel, for a
   new visitor (no cookies: a first visit, a crawler),
-- ``tool-back``: the same page for a returning visitor (the cookies of its first visit),
+- ``tool-back``: the same page for a returning visitor (the cookies of a visitor who has
+  run a tool: the session and ``svc_visitor``, which the site gives with a first run),
 - ``run``:    ``POST /tools/word-counter/`` with ``HX-Request: true`` as the page's form sends
   it (its CSRF token and the session cookie it belongs to, read once from the page), each
   request a new visitor and device: no ``svc_visitor`` cookie, and a user agent of its own,
@@ -180,16 +181,26 @@ def fetch(port: int, request: Request, timeout: float = 10) -> tuple[int, dict, 
 
 
 def form_token(port: int) -> tuple[str, dict[str, str]]:
-    """The tool page's CSRF token and the cookies a first visit gets (``session``, which the
-    token belongs to, and ``svc_visitor``): GET it once."""
+    """The tool page's CSRF token and the cookies of a visitor who has run a tool: the
+    session (which the token belongs to) from a first visit, and ``svc_visitor``, which the
+    site gives with a visitor's first run. GET the page once, then run the tool once."""
+    from urllib.parse import urlencode
+
     status, headers, text = fetch(port, Request("GET", f"/tools/{TOOL}/", _browser()))
     token = re.search(r'name="csrf_token" value="([^"]+)"', text)
-    cookies = dict(
-        cookie.split(";", 1)[0].split("=", 1) for cookie in headers.get("set-cookie", [])
-    )
-    if status != 200 or not token or not {SESSION_COOKIE, "svc_visitor"} <= set(cookies):
+    cookies = _cookies(headers)
+    if status != 200 or not token or SESSION_COOKIE not in cookies:
         raise SetupFailed(
-            f"GET /tools/{TOOL}/ gave no form token and cookies (status {status}, cookies "
+            f"GET /tools/{TOOL}/ gave no form token and session (status {status}, cookies "
+            f"{headers.get('set-cookie')}):\n{text[:2000]}"
+        )
+    form = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": _cookie(cookies)}
+    body = urlencode({"csrf_token": token.group(1), "website": "", "text": SAMPLE_TEXT})
+    status, headers, text = fetch(port, Request("POST", f"/tools/{TOOL}/", _browser(**form), body))
+    cookies.update(_cookies(headers))
+    if status != 200 or "svc_visitor" not in cookies:
+        raise SetupFailed(
+            f"a first run gave no visitor cookie (status {status}, cookies "
             f"{headers.get('set-cookie')}):\n{text[:2000]}"
         )
     return token.group(1), cookies
