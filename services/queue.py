@@ -152,6 +152,11 @@ class RQDispatcher:
             on_failure=Callback(_rq_failed),
         )
 
+    def stop(self, job_id: str) -> None:
+        """A canceled run's job: an RQ worker runs it to its end (what it then writes is
+        refused: its run has ended), as stopping a work horse midway could lose the worker's
+        other state."""
+
     def finished(self, run_id: str) -> None:
         """Wake the waiter, if any. Best effort: a waiter that is not woken answers 202 and
         the caller polls, so an unreachable Redis must not fail the job that ended the run."""
@@ -215,9 +220,13 @@ class _Job:
     # The address the job's files are answered on (``storage.url_for``): the request's that
     # enqueued it, or the job's that did.
     base_url: str | None
-    # Set when the queue gives up on the job: its thread is replaced, its commits are
-    # refused, and engines that can stop midway do (``engines.base.stop_requested``).
+    # Set when the queue gives up on the job: its thread is replaced and its commits are
+    # refused.
     abandoned: threading.Event = field(default_factory=threading.Event)
+    # Set to stop its engine midway (``engines.base.stop_requested``: the embedded text
+    # model stops generating): when the queue gives up on the job, and when its run is
+    # canceled.
+    stop: threading.Event = field(default_factory=threading.Event)
     # Its queue's place in QUEUES: a job of an earlier queue is taken first.
     priority: int = 0
     # Its place in line within its queue.
@@ -389,6 +398,7 @@ class InProcessDispatcher:
             if running is None or running[0] is not job:  # it ended meanwhile
                 return
             job.abandoned.set()
+            job.stop.set()
             del self._running[job.job_id]
             self._raised.add(job.job_id)
             self._start_thread()
@@ -404,7 +414,7 @@ class InProcessDispatcher:
                     call(*args)
                 else:
                     g.base_url = job.base_url
-                    with stop_signal(job.abandoned):
+                    with stop_signal(job.stop):
                         call(*args)
         except JobAbandoned:
             pass  # logged by _work
@@ -415,6 +425,15 @@ class InProcessDispatcher:
                 log.exception("in-process job %s failed", getattr(call, "__name__", call))
             return False
         return True
+
+    def stop(self, job_id: str) -> None:
+        """Stop the engine of a running job whose run was canceled (the embedded text model
+        stops generating, and frees itself for the next run); the job then ends as usual,
+        on its thread, and what it would write is refused by its run's ended state."""
+        with self._lock:
+            running = self._running.get(job_id)
+        if running is not None:
+            running[0].stop.set()
 
     def finished(self, run_id: str) -> None:
         with self._lock:

@@ -26,6 +26,7 @@ from models.base import new_uuid
 from services import allowance, clock, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
 from services.keys import KeyContext
+from services.queue import dispatcher
 from services.quota import Reservation
 from services.recorder import RunJournal, recorder, run_rows
 
@@ -452,7 +453,10 @@ def cancel(run: Run) -> bool:
     never changes: an inline run read from the recorder is not in the database yet)."""
     if run.status in TERMINAL_STATES:
         return False
-    return _conclude(run, None, "canceled")
+    if not _conclude(run, None, "canceled"):
+        return False
+    dispatcher().stop(run.id)  # a model generating for it stops
+    return True
 
 
 def mark_waiter_gone(run_id: str) -> bool:

