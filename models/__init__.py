@@ -1,7 +1,9 @@
 """The SQLAlchemy models, split by domain; this module only re-exports them."""
 
 from models.account import ROLES, Account, Invitation, Membership, User
+from models.agency import Embed, WhiteLabel
 from models.api_key import ApiKey
+from models.assistant import AssistantAnswer
 from models.blob import StoredFile
 from models.plan import PLAN_ORDER, Plan
 from models.run import RUN_STATES, TERMINAL_STATES, Run
@@ -17,6 +19,8 @@ __all__ = [
     "TERMINAL_STATES",
     "Account",
     "ApiKey",
+    "AssistantAnswer",
+    "Embed",
     "Invitation",
     "Membership",
     "Plan",
@@ -26,5 +30,6 @@ __all__ = [
     "UsageEvent",
     "User",
     "WebhookDelivery",
+    "WhiteLabel",
     "WorkflowRun",
 ]

@@ -55,6 +55,22 @@ class Run(db.Model):
             postgresql_where=text("web_address IS NOT NULL"),
             sqlite_where=text("web_address IS NOT NULL"),
         ),
+        # A widget's runs (its usage and caps: services of the agency embeds).
+        Index(
+            "ix_runs_embed",
+            "embed_id",
+            "created_at",
+            postgresql_where=text("embed_id IS NOT NULL"),
+            sqlite_where=text("embed_id IS NOT NULL"),
+        ),
+        # A run a member chose to share, at /r/<share id>.
+        Index(
+            "ix_runs_share_id",
+            "share_id",
+            unique=True,
+            postgresql_where=text("share_id IS NOT NULL"),
+            sqlite_where=text("share_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_uuid)
@@ -81,7 +97,8 @@ class Run(db.Model):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     duration_ms: Mapped[int | None]
-    # Where it was asked for: "api" (a key) or "web" (the site: services/allowance.py).
+    # Where it was asked for: "api" (a key), "web" (the site: services/allowance.py) or
+    # "embed" (an agency's widget).
     source: Mapped[str] = mapped_column(String(8), default="api", server_default="api")
     # A web run's visitor (the id in the site's visitor cookie) and the salted hashes of the
     # device and the address it came from that day: only that visitor sees the run, and all
@@ -91,3 +108,7 @@ class Run(db.Model):
     web_address: Mapped[str | None] = mapped_column(String(64))
     # Who started a web run of an account (signed in on the site).
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # A run of an agency's widget (``source`` embed), charged to the widget's key.
+    embed_id: Mapped[str | None] = mapped_column(ForeignKey("embeds.id", ondelete="SET NULL"))
+    # Set when a member shares the run: its page at /r/<share id>, under the account's brand.
+    share_id: Mapped[str | None] = mapped_column(String(43))
