@@ -231,3 +231,26 @@ def test_a_killed_workers_scheduler_ends_and_the_next_worker_schedules(client, w
     assert new_owner != owner
     job = _queue(client).enqueue_in(timedelta(seconds=1), "os.getpid")
     _until(lambda: job.get_status(refresh=True) == "finished", 30, "a delayed job never ran")
+
+
+def test_a_scheduler_whose_worker_died_while_it_started_gives_its_lock_back(client):
+    """The lock is taken before RQ forks the scheduler, so a worker killed while its
+    scheduler was still starting must not leave that lock behind: the scheduler, finding
+    itself orphaned, stops at once and releases it (before, it died of the SIGTERM it sent
+    itself, and the lock held the next worker's scheduler off for a minute)."""
+    import multiprocessing
+
+    from blueprints.cli.worker import WorkerBoundScheduler
+
+    connection = client.application.extensions["redis"]
+    lock = "rq:scheduler-lock:default"
+    connection.delete(lock)
+    scheduler = WorkerBoundScheduler(["default"], connection=connection)
+    scheduler.acquire_locks()
+    assert connection.get(lock) is not None
+    scheduler._worker_pid = -1  # not this process's parent: as if the worker were gone
+    process = multiprocessing.get_context("fork").Process(target=scheduler.work)
+    process.start()
+    process.join(timeout=20)
+    assert process.exitcode == 0  # it stopped by itself, not by a signal
+    assert connection.get(lock) is None

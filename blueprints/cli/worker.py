@@ -98,12 +98,16 @@ class WorkerBoundScheduler(RQScheduler):
         return super().start()
 
     def work(self):
+        # The handlers first: the lock was taken before this process was forked, and a
+        # SIGTERM that came before them (the worker killed while this process was starting)
+        # ended it at once, keeping the lock for another minute.
+        self._install_signal_handlers()
         prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)  # Linux only
         if prctl is not None:
             prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != self._worker_pid:  # it died before the line above
-            os.kill(os.getpid(), signal.SIGTERM)
-        super().work()
+            self.request_stop()
+        super().work()  # stops at once, giving its locks back, if a stop was asked
 
 
 @click.command("worker")
