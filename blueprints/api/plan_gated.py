@@ -74,22 +74,33 @@ def _start(tool: Tool, one_of: tuple[str, str] | None):
 
 def require_api_access_for(tool: Tool) -> None:
     """Free and Starter keys get 403, naming the plan that ``tool``'s endpoint needs."""
+    require_api_access_for_plan(tool.required_plan)
+
+
+def require_api_access_for_plan(required: str) -> None:
+    """Free and Starter keys get 403, naming ``required``, the plan the endpoint needs."""
     context = current_key()
     if not context.plan.api_access:
         raise Problem(
             403,
             "plan_required",
             f"The {context.plan.name} plan has no API access beyond whoami; this endpoint "
-            f"needs the {tool.required_plan} plan.",
-            upgrade_url=upgrade_url(tool.required_plan),
-            required_plan=tool.required_plan,
+            f"needs the {required} plan.",
+            upgrade_url=upgrade_url(required),
+            required_plan=required,
         )
+
+
+def require_endpoint_plan(required: str) -> None:
+    """The plan checks of a section 4a endpoint that runs no tool (the embeds, the
+    white-label brand): 403 for Free and Starter keys, 402 for paid plans below ``required``."""
+    require_api_access_for_plan(required)
+    require_plan(required)
 
 
 def require_plan_of(tool: Tool) -> None:
     """The plan checks of a read-only endpoint of ``tool`` (403 Free/Starter, 402 below)."""
-    require_api_access_for(tool)
-    require_plan(tool.required_plan)
+    require_endpoint_plan(tool.required_plan)
 
 
 # --- OpenAPI ------------------------------------------------------------------------------
