@@ -125,6 +125,7 @@ def register_api(app) -> None:
     from blueprints.api.video.routes import blp as video_blp
     from blueprints.api.voice.routes import blp as voice_blp
     from blueprints.api.webhook.routes import blp as webhook_blp
+    from blueprints.api.white_label.routes import blp as white_label_blp
     from blueprints.api.whoami.routes import blp as whoami_blp
     from blueprints.api.workflows.routes import blp as workflows_blp
 
@@ -164,6 +165,7 @@ def register_api(app) -> None:
         *plan_gated,
         files_blp,
         webhook_blp,
+        white_label_blp,
         health_blp,
         openapi_blp,
     ):

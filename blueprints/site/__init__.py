@@ -5,7 +5,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 # The modules of the site's views, each adding its routes to ``bp``.
-from blueprints.site import account, catalogue, changelog, runs, tools  # noqa: F401
+from blueprints.site import account, catalogue, changelog, runs, tools, white_label  # noqa: F401
 from blueprints.site.routes import bp
 
 __all__ = ["bp", "register_site", "render_error"]

@@ -78,6 +78,8 @@ OPERATION_IDS = {
     ("get", "/v1/webhook/deliveries/{delivery_id}"): "getWebhookDelivery",
     ("post", "/v1/webhook/deliveries/{delivery_id}/redeliver"): "redeliverWebhookDelivery",
     ("post", "/v1/webhook/test"): "testWebhook",
+    ("get", "/v1/white-label"): "getWhiteLabel",
+    ("put", "/v1/white-label"): "setWhiteLabel",
     ("get", "/v1/health"): "getHealth",
     ("get", "/v1/health/chatbot"): "getChatbotHealth",
     ("get", "/v1/openapi.yaml"): "getOpenApiYaml",

@@ -1,0 +1,1 @@
+"""The agency's white-label brand: ``GET/PUT /v1/white-label``."""
