@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import ipaddress
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -198,19 +199,39 @@ def reserve(visitor: Visitor, moment: datetime | None = None) -> Ticket:
     moment = moment or clock.now()
     day = clock.utc_day(moment)
     counters = _counters(visitor, day)
+    at_cap = reserve_counters(
+        _state_key(day), counters, set_state=lambda: _state(day), seed=lambda key: _seed(key, day)
+    )
+    if at_cap is None:
+        return Ticket(tuple(key for key, _ in counters))
+    raise AllowanceExhausted(current(visitor, moment), by_address=at_cap == 3)
+
+
+def reserve_counters(
+    state_key: str,
+    counters: list[tuple[str, int]],
+    *,
+    set_state: Callable[[], object],
+    seed: Callable[[str], object],
+) -> int | None:
+    """Count one more on every counter of ``counters`` (key, cap) if each is under its cap,
+    atomically: None; else the place (from 1) of the first at its cap, nothing counted.
+    ``set_state()`` sets the day's ``state_key`` when it has none, ``seed(key)`` counts a
+    missing counter of a partial day again from the database. (The web allowance's
+    counters, and an agency widget's caps: services/embeds.py.)"""
     keys = [key for key, _ in counters]
     caps = [cap for _, cap in counters]
     for _attempt in range(len(keys) + 2):
-        answer = store().reserve([_state_key(day), *keys], caps)
+        answer = store().reserve([state_key, *keys], caps)
         if answer[0] == 1:
-            return Ticket(tuple(keys))
+            return None
         if answer[0] == 0:
-            raise AllowanceExhausted(current(visitor, moment), by_address=answer[1] == 3)
+            return answer[1]
         if answer[0] == -2:
-            _state(day)
+            set_state()
         else:
-            _seed(keys[answer[1] - 1], day)
-    raise RuntimeError("the web allowance's counters could not be seeded")
+            seed(keys[answer[1] - 1])
+    raise RuntimeError("the counters could not be seeded")
 
 
 def release(ticket: Ticket) -> None:

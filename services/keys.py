@@ -321,6 +321,15 @@ def resolve(raw: str) -> KeyContext | None:
     return _unexpired(context)
 
 
+def resolve_id(key_id: str | None) -> KeyContext | None:
+    """The working key with this id, as ``resolve`` answers for its raw value, read from the
+    database (an agency's widget runs through a key whose raw value is never stored)."""
+    if not key_id:
+        return None
+    key_hash = db.session.scalar(select(ApiKey.key_hash).where(ApiKey.id == key_id))
+    return None if key_hash is None else _unexpired(_load(key_hash))
+
+
 def _unexpired(context: KeyContext | None) -> KeyContext | None:
     """``context`` unless its key's overlap after a roll has ended: checked at every
     request, so the cache never lets an expired key through (no SQL, no Redis)."""

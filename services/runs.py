@@ -134,6 +134,7 @@ class InlineRun:
     web_device: str | None = None
     web_address: str | None = None
     user_id: int | None = None
+    embed_id: str | None = None
 
     def row(self) -> dict:
         """Its ``runs`` row."""
@@ -150,8 +151,14 @@ def run_inline(
     *,
     admit: Admit = reserve_only,
     admit_after_run: bool = False,
+    embed_id: str | None = None,
+    address: str | None = None,
 ) -> RunResult:
     """Run a light tool in the request. Raises QuotaExceeded or RunFailed.
+
+    ``embed_id``: the run of an agency's widget (``source`` embed) through the widget's key,
+    charged as the key's API runs are; ``address`` is the salted hash of the visitor's
+    address that the widget's per-visitor cap counts (services/embeds.py).
 
     Admitted first, then run, then journaled: two Redis round trips. ``admit_after_run``
     (the caller saw room under the key's limits: blueprints/api/pipeline.py) runs it first
@@ -164,6 +171,8 @@ def run_inline(
         new_uuid(), context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
         created_at=moment, started_at=moment,
     )  # fmt: skip
+    if embed_id is not None:
+        run.source, run.embed_id, run.web_address = "embed", embed_id, address
     if (
         admit_after_run
         and not tool.makes_files  # a refused run would leave its files behind

@@ -115,6 +115,7 @@ class StatelessApiSessions(SecureCookieSessionInterface):
 def register_api(app) -> None:
     from blueprints.api.audiobooks.routes import blp as audiobooks_blp
     from blueprints.api.deprecation import register as register_deprecations
+    from blueprints.api.embeds.routes import blp as embeds_blp
     from blueprints.api.files.routes import blp as files_blp
     from blueprints.api.health.routes import blp as health_blp
     from blueprints.api.images.routes import blp as images_blp
@@ -165,6 +166,7 @@ def register_api(app) -> None:
         *plan_gated,
         files_blp,
         webhook_blp,
+        embeds_blp,
         white_label_blp,
         health_blp,
         openapi_blp,

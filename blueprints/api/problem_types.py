@@ -88,6 +88,12 @@ _TYPES = (
         "List the key's deliveries with GET /v1/webhook/deliveries.",
     ),
     ProblemType(
+        "embed_not_found", (404,), "No such widget",
+        "There is no embeddable widget with this id for your account (another account's "
+        "widgets are not found either).",
+        "List your account's widgets with GET /v1/embeds.",
+    ),
+    ProblemType(
         "method_not_allowed", (405,), "Method not allowed",
         "The endpoint exists but does not take this HTTP method; the Allow header lists "
         "those it takes.",

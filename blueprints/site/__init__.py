@@ -33,6 +33,10 @@ def register_site(app: Flask) -> None:
     hooks = app.before_request_funcs[None]
     hooks[:] = [hook for hook in hooks if getattr(hook, "__name__", "") != "csrf_protect"]
     app.register_blueprint(bp)
+    # Agency widgets in other sites' iframes: a blueprint of their own (no session, no CSRF).
+    from blueprints.site.embed import bp as embed_bp
+
+    app.register_blueprint(embed_bp)
     app.register_error_handler(CSRFError, _csrf_error)
 
 
