@@ -16,7 +16,7 @@ import pytest
 from flask import g
 
 from extensions import db
-from models import Invitation, Membership, Run, User, WebhookDelivery
+from models import Embed, Invitation, Membership, Run, User, WebhookDelivery
 from services import accounts, clock, keys
 from tests.blueprints.site.conftest import PASSWORD
 from tests.blueprints.site.test_account_auth import forget_request_state
@@ -92,9 +92,18 @@ def stranger(app):
         invited_by_user_id=owner.id,
         expires_at=clock.now() + timedelta(days=7),
     )
-    db.session.add_all([delivery, invitation])
+    embed = Embed(
+        account_id=account.id,
+        api_key_id=key.id,
+        name="the stranger's widget",
+        tool_slug="word-counter",
+        public_id=secrets.token_urlsafe(32),
+        allowed_origins=["https://stranger.example.com"],
+    )
+    db.session.add_all([delivery, invitation, embed])
     db.session.commit()
     return {
+        "embed_id": embed.id,
         "key_id": key.id,
         "delivery_id": delivery.id,
         "run_id": run.id,
