@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, case, func, literal, or_, select, union_all
+from sqlalchemy import and_, case, false, func, literal, or_, select, union_all
 
 from extensions import db
 from models import RUN_STATES, Run, WorkflowRun
@@ -21,7 +21,7 @@ from services.recorder import recorder
 
 PAGE_SIZE = 25
 STATUSES = tuple(state for state in RUN_STATES if state != "pending")
-SOURCES = ("api", "web")
+SOURCES = ("api", "web", "embed")
 _MAX_SLUG = 100
 
 
@@ -62,7 +62,7 @@ def read_filters(args, key_ids: set[str]) -> tuple[RunFilters, dict[str, str]]:
         if source in SOURCES:
             values["source"] = source
         else:
-            errors["source"] = "Choose API or web."
+            errors["source"] = "Choose API, web or widgets."
     key_id = args.get("key", "").strip()
     if key_id:
         if key_id in key_ids:
@@ -124,6 +124,8 @@ def _workflow_runs(account_id: int, filters: RunFilters):
         query = query.where(w.api_key_id.is_(None))
     elif filters.source == "api":
         query = query.where(w.api_key_id.isnot(None))
+    elif filters.source == "embed":  # widgets run tools, never workflows
+        query = query.where(false())
     if filters.key_id:
         query = query.where(w.api_key_id == filters.key_id)
     return query

@@ -219,7 +219,7 @@ def test_web_and_api_runs_newest_first_with_filters_in_the_url(app, client, sign
     ("query", "field", "message"),
     [
         ("status=exploded", "status", "Choose one of the listed states."),
-        ("source=fax", "source", "Choose API or web."),
+        ("source=fax", "source", "Choose API, web or widgets."),
         ("key=not-a-key-of-ours", "key", "This account has no such key."),
         (f"tool={'x' * 101}", "tool", "at most 100 characters"),
         ("before=00000000-0000-7000-8000-000000000000", "before", "That page of runs is gone"),

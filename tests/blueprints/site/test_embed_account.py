@@ -178,3 +178,16 @@ def test_the_widget_page_shows_its_runs_and_credits(client, agency_owner):
     # The dashboard counts them too: under the widget's key, as API calls.
     dashboard = page(client, "/account/").get_data(as_text=True)
     assert key.name in dashboard
+
+
+def test_the_run_history_shows_widget_runs_as_the_widgets(client, agency_owner):
+    signed, key = agency_owner
+    embed = _widget(signed, key)
+    widget = page(client, f"/embed/{embed.public_id}").get_data(as_text=True)
+    token = re.search(r'name="token" value="([^"]+)"', widget).group(1)
+    client.post(f"/embed/{embed.public_id}", data={"token": token, "text": "a b c"})
+    recorder().flush()
+    listed = page(client, "/account/runs/?source=embed").get_data(as_text=True)
+    assert re.search(r'data-label="Source">Widget · widgets<', listed)
+    assert "Word Counter" in listed
+    assert "Word Counter" not in page(client, "/account/runs/?source=web").get_data(as_text=True)
