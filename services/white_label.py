@@ -205,6 +205,22 @@ def stylesheet(colors: str) -> str | None:
         lines.append(f"  --brand-{role}: {color};")
         lines.append(f"  --brand-{role}-text: {text};")
     lines.append("}")
+    if "accent" in values:
+        # Buttons on the brand's pages (a shared run's body.branded, a widget's body.embed,
+        # the settings page's preview) in the accent, with its text colour. Links keep the
+        # site's colour: the contrast checked is text on the brand colours, not those
+        # colours on the page.
+        color, text = values["accent"]
+        away = "#000000" if text == WHITE else "#ffffff"  # hovering only adds contrast
+        lines += [
+            ".branded, body.embed {",
+            f"  --pico-primary-background: {color};",
+            f"  --pico-primary-border: {color};",
+            f"  --pico-primary-hover-background: color-mix(in srgb, {color} 85%, {away});",
+            f"  --pico-primary-hover-border: color-mix(in srgb, {color} 85%, {away});",
+            f"  --pico-primary-inverse: {text};",
+            "}",
+        ]
     return "\n".join(lines) + "\n"
 
 

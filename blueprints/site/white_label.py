@@ -24,6 +24,16 @@ _YEAR = 365 * 24 * 60 * 60
 _LOGO_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
 
 
+@bp.app_template_global("brand_for")
+def brand_for_template(account_id: int | None):
+    """The brand of ``account_id`` for a template that is given only the account (the
+    widget page), read once per request however many of its blocks ask."""
+    cache = request.environ.setdefault("svc.brands", {})
+    if account_id not in cache:
+        cache[account_id] = white_label.brand_for(account_id)
+    return cache[account_id]
+
+
 @bp.get("/r/<share_id>")
 def shared_run(share_id: str):
     """A run a member shared: its tool, input and output, under the account's brand."""

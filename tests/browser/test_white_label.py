@@ -13,8 +13,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import requests
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
+
+from tests.browser.test_account_dashboard import _create_key
 
 BLOCKING = {"serious", "critical"}
 BRAND = "Northwind <Studio>"
@@ -130,7 +133,32 @@ def test_a_brand_set_on_its_page_shows_on_a_shared_run(
     _axe(other, found, "shared run")
     _shoot(other, "white-label-shared-run")
 
+    # The agency's widget, opened by itself: the same brand, the accent on its button.
+    raw = _create_key(visitor, "widgets")
+    created = requests.post(
+        f"{site.url}/v1/embeds",
+        headers={"X-SVC-API-Key": raw},
+        json={"tool": "word-counter", "allowed_origins": ["https://client.example.com"]},
+        timeout=30,
+    )
+    assert created.status_code == 201, created.text
+    widget = open_new_visitor("widget")
+    # Opened by itself (not framed), the browser asks for /favicon.ico, which the widget
+    # page does not name.
+    widget.expect_failure(404, "/favicon.ico")
+    assert widget.page.goto(created.json()["embed_url"]).status == 200
+    band = widget.page.locator("header.brand-header")
+    expect(band).to_have_css("background-color", "rgb(29, 78, 216)")
+    expect(band.locator(".brand-name")).to_have_text(BRAND)
+    assert band.locator("img.brand-logo").evaluate("img => img.naturalWidth") == 200
+    expect(widget.page.get_by_role("button", name="Run Word Counter")).to_have_css(
+        "background-color", "rgb(180, 83, 9)"
+    )
+    _axe(widget.page, found, "widget")
+    _shoot(widget.page, "white-label-widget")
+
     # Unshared: the link shows nothing.
+    visitor.goto(f"/account/runs/{run_id}/")
     page.get_by_role("button", name="Stop sharing").click()
     expect(page.get_by_text("no longer shared")).to_be_visible()
     stranger.expect_failure(404, urlsplit(link).path)

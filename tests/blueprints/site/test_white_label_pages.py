@@ -305,3 +305,52 @@ def test_a_shared_run_s_image_shows_for_anyone_with_the_link(app, client, sign_i
     image = stranger.get(src.removeprefix("https://svc.test"))
     assert image.status_code == 200 and image.mimetype == "image/png"
     assert image.headers["X-Content-Type-Options"] == "nosniff"
+
+
+# --------------------------------------------------------------------------- the widget
+
+
+def new_widget(account):
+    from services import embeds
+
+    key, _raw = keys.create_key(account, "widgets")
+    values = {"tool": "word-counter", "allowed_origins": ["https://client.example.com"]}
+    embed = embeds.create(account, key.id, embeds.clean(values, account, creating=True))
+    db.session.commit()
+    return embed
+
+
+def test_a_widget_shows_the_agency_s_brand(app, client, sign_in):
+    signed = sign_in(plan="agency")
+    white_label.save(
+        signed.account.id,
+        {"brand_name": "<i>Acme</i>", "accent_color": "#b45309", "logo": data_uri(png_bytes()),
+         "support_url": "https://acme.example/help", "hide_powered_by": True},
+    )  # fmt: skip
+    db.session.commit()
+    embed = new_widget(signed.account)
+    forget_request_state()
+    page = app.test_client().get(f"/embed/{embed.public_id}")
+    assert page.status_code == 200
+    text = page.text
+    assert 'href="/brand/none-b45309.css"' in text and 'href="/static/css/brand.css"' in text
+    assert 'class="brand-logo" src="/brand/logo/' in text
+    assert "&lt;i&gt;Acme&lt;/i&gt;" in text and "<i>Acme" not in text
+    assert (
+        'href="https://acme.example/help" rel="noopener noreferrer nofollow" target="_blank"'
+        in text
+    )
+    assert "Powered by" not in text
+    assert "style=" not in text
+    # The stylesheet gives the widget's buttons the accent.
+    css = client.get("/brand/none-b45309.css").text
+    assert "body.embed {" in css and "--pico-primary-background: #b45309;" in css
+
+
+def test_a_widget_without_a_brand_keeps_the_site_s_footer(app, sign_in):
+    signed = sign_in(plan="agency")
+    embed = new_widget(signed.account)
+    forget_request_state()
+    text = app.test_client().get(f"/embed/{embed.public_id}").text
+    assert "brand-header" not in text and "/brand/" not in text
+    assert "Powered by" in text
