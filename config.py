@@ -124,6 +124,11 @@ class Config:
     # The site's web allowance (services/allowance.py): runs a day from one address (a salted
     # hash of it, IPv6 by /64), whatever cookies say; anonymous visitors get the free plan's.
     WEB_ADDRESS_DAILY_CAP = 20
+    # The site assistant (services/assistant/): the longest question, and how many questions
+    # a visitor (its cookie) and an address (a salted hash) may ask (flask-limiter syntax).
+    ASSISTANT_MAX_QUESTION_CHARS = 500
+    ASSISTANT_VISITOR_LIMIT = "20/10 minutes"
+    ASSISTANT_ADDRESS_LIMIT = "60/10 minutes"
     # Proxies in front of the app whose X-Forwarded-For is trusted (1 on Heroku's router);
     # 0 takes the client address from the connection. Never more than really are there:
     # a client could then choose its own address.
@@ -186,7 +191,16 @@ class Config:
             "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
             **{
                 name: int(os.environ[name])
-                for name in ("WEB_ADDRESS_DAILY_CAP", "TRUSTED_PROXIES")
+                for name in (
+                    "WEB_ADDRESS_DAILY_CAP",
+                    "TRUSTED_PROXIES",
+                    "ASSISTANT_MAX_QUESTION_CHARS",
+                )
+                if os.environ.get(name)
+            },
+            **{
+                name: os.environ[name]
+                for name in ("ASSISTANT_VISITOR_LIMIT", "ASSISTANT_ADDRESS_LIMIT")
                 if os.environ.get(name)
             },
         }

@@ -5,7 +5,16 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 # The modules of the site's views, each adding its routes to ``bp``.
-from blueprints.site import account, catalogue, changelog, runs, tools, white_label  # noqa: F401
+from blueprints.site import (  # noqa: F401
+    account,
+    assistant,
+    catalogue,
+    changelog,
+    guide,
+    runs,
+    tools,
+    white_label,
+)
 from blueprints.site.routes import bp
 
 __all__ = ["bp", "register_site", "render_error"]
@@ -54,7 +63,9 @@ def site_headers(response):
 def _with_site_headers(response):
     if response.headers.get("Content-Security-Policy"):
         return response  # a file's own, stricter one
-    docs = request.path.startswith("/docs") and not request.path.startswith("/docs/problems")
+    docs = request.path.startswith("/docs") and not request.path.startswith(
+        ("/docs/problems", "/docs/guide")
+    )
     response.headers["Content-Security-Policy"] = _DOCS_CSP if docs else _CSP
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")

@@ -83,6 +83,14 @@ def current_visitor() -> SiteVisitor:
     return found
 
 
+def remember_visitor() -> None:
+    """Give this request's visitor its cookie now if it has none (or a tampered one), on
+    a GET too: the site assistant counts questions by it."""
+    found = current_visitor()
+    if request.method in ("GET", "HEAD") and (found.tampered or COOKIE not in request.cookies):
+        _set_cookie(found.visitor.id)
+
+
 def _signed_in() -> dict:
     """A signed-in user runs for the current account, on its plan's allowance."""
     if not (may_be_signed_in() and current_user.is_authenticated):

@@ -1,6 +1,6 @@
 import time
 
-from flask import current_app
+from flask import current_app, jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from sqlalchemy import text
@@ -8,7 +8,10 @@ from sqlalchemy import text
 from blueprints.api.docs import PUBLIC
 from blueprints.api.health.schemas import ChatbotHealthSchema, HealthSchema
 from extensions import db
+from services.assistant.health import chatbot_health
 from services.redis import redis_client
+
+HEALTH_JSON = "application/health+json"
 
 blp = Blueprint("health", __name__, url_prefix="/v1/health", description="Service health.")
 
@@ -73,18 +76,20 @@ class Health(MethodView):
 
 @blp.route("/chatbot")
 class ChatbotHealth(MethodView):
-    @blp.response(200, ChatbotHealthSchema)
+    @blp.response(200, ChatbotHealthSchema, content_type=HEALTH_JSON)
+    @blp.alt_response(
+        503,
+        schema=ChatbotHealthSchema,
+        content_type=HEALTH_JSON,
+        description="The assistant cannot answer (its index could not be built).",
+    )
     @blp.doc(operationId="getChatbotHealth", security=PUBLIC)
     def get(self):
-        """Status of the site assistant (chatbot) component."""
-        return {
-            "status": "not_configured",
-            "detail": "The site assistant is not part of this release yet; "
-            "it arrives with the web site.",
-            "retriever": {"status": "not_configured"},
-            "provider": {
-                "status": "configured"
-                if current_app.config.get("AI_BASE_URL")
-                else "not_configured"
-            },
-        }
+        """The site assistant's health (IETF health-check draft): its index, embedder, answer
+        mode and the model provider's reachability from a cached probe; no secrets."""
+        body, status = chatbot_health(current_app.config)
+        response = jsonify(ChatbotHealthSchema().dump(body))
+        response.status_code = status
+        response.mimetype = HEALTH_JSON
+        response.headers["Cache-Control"] = "no-store"
+        return response

@@ -31,13 +31,19 @@ from blueprints.api.pipeline import (
 )
 from blueprints.api.problems import Problem
 from blueprints.api.schemas import RunRecordSchema, RunResultSchema
-from blueprints.api.tools.schemas import ToolListSchema, ToolQuerySchema, ToolSchema
+from blueprints.api.tools.schemas import (
+    SEARCH_LIMIT,
+    ToolListSchema,
+    ToolQuerySchema,
+    ToolSchema,
+)
 from catalogue import Tool, load_catalogue
 from engines import get_engine
 from extensions import db
 from jobs.runs import fail_abandoned_run, run_tool_job
 from models import Run
 from services import clock, inputs, runs
+from services.assistant.search import search_tools
 from services.queue import dispatcher
 from services.quota import Usage
 from services.recorder import recorder
@@ -277,8 +283,13 @@ class Tools(MethodView):
     @blp.response(200, ToolListSchema)
     @blp.doc(operationId="listTools", security=PUBLIC, responses=problem_responses(422))
     def get(self, query):
-        """List the tool catalogue, optionally by category or by what a plan can run."""
-        tools = [tool.to_public() for tool in load_catalogue().filter(**query)]
+        """List the tool catalogue, optionally by category or by what a plan can run, or
+        search it (``q``)."""
+        text = query.pop("q", None)
+        found = load_catalogue().filter(**query)
+        if text is not None:
+            found = search_tools(text, found, limit=SEARCH_LIMIT)
+        tools = [tool.to_public() for tool in found]
         return {"tools": tools, "count": len(tools)}
 
 

@@ -3,8 +3,22 @@ import marshmallow as ma
 from catalogue import CATEGORIES
 from models import PLAN_ORDER
 
+# Tools a search (``?q=``) answers at most, and its longest text: 300 characters fit a
+# request line even %-escaped as 4-byte UTF-8 (gunicorn refuses lines over 4094 bytes).
+SEARCH_LIMIT = 20
+SEARCH_MAX_CHARS = 300
+
 
 class ToolQuerySchema(ma.Schema):
+    q = ma.fields.String(
+        validate=ma.validate.Length(min=1, max=SEARCH_MAX_CHARS),
+        metadata={
+            "description": 'Search in plain words ("turn a podcast into show notes"): the best '
+            f"{SEARCH_LIMIT} matches at most, best first, found as the site assistant finds "
+            "them (BM25 and embeddings, a tool named exactly first); none when nothing "
+            "matches well. Combines with `category` and `plan`."
+        },
+    )
     category = ma.fields.String(validate=ma.validate.OneOf(CATEGORIES))
     plan = ma.fields.String(
         validate=ma.validate.OneOf(PLAN_ORDER),

@@ -1,0 +1,25 @@
+"""``/docs/guide``: the README's user and API sections as a page, each under its GitHub
+anchor, so the site assistant's answers (and the README's own links) point at something
+that exists (services/assistant/documents.py reads the same sections)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from flask import render_template
+from markupsafe import Markup
+
+from blueprints.site.routes import bp
+from services.assistant.documents import GUIDE_PATH, Section, readme_sections
+from services.changelog import render_markdown
+
+
+@lru_cache(maxsize=4)
+def _rendered(sections: tuple[Section, ...]) -> tuple[tuple[Section, Markup], ...]:
+    return tuple((section, render_markdown(section.body)) for section in sections)
+
+
+@bp.get(GUIDE_PATH)
+def guide():
+    """The guide: using the site, the API, webhooks, workflows, the plan endpoints."""
+    return render_template("site/guide.html", sections=_rendered(readme_sections()))
