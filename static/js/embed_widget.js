@@ -7,12 +7,15 @@
   if (window.parent === window) return; // opened on its own, not framed
   let sent = 0;
   function report() {
-    const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+    // The body's own height: the root element is never shorter than the iframe, so it
+    // would let the iframe grow but never shrink back (a narrower page, a closed <details>).
+    const body = document.body.getBoundingClientRect();
+    const height = Math.ceil(body.bottom + window.scrollY);
     if (height === sent) return;
     sent = height;
     window.parent.postMessage({ type: "svc-embed:height", height: height }, "*");
   }
-  if (window.ResizeObserver) new ResizeObserver(report).observe(document.documentElement);
+  if (window.ResizeObserver) new ResizeObserver(report).observe(document.body);
   window.addEventListener("load", report);
   document.addEventListener("toggle", report, true); // <details> opened or closed
   report();
