@@ -494,8 +494,9 @@ def admit(embed: Embed, visitor: str) -> Ticket:
     if at_cap == 2:
         raise CapReached(
             "per_visitor_daily",
-            f"You have used your {embed.per_visitor_daily} runs of this tool for today. "
-            "More tomorrow (from 00:00 UTC).",
+            f"You have reached this tool's limit of {embed.per_visitor_daily} "
+            f"run{'s' if embed.per_visitor_daily != 1 else ''} a day per visitor. More "
+            "tomorrow (from 00:00 UTC).",
             clock.seconds_to_midnight(),
         )
     return Ticket(tuple(key for key, _ in counters))

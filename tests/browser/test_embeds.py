@@ -20,11 +20,19 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import requests
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests.browser.conftest import new_user_agent
 
 SHOTS = os.environ.get("SITE_SCREENSHOTS")
+BLOCKING = {"serious", "critical"}
+
+
+def _axe(page) -> list[str]:
+    """axe-core's serious and critical violations on ``page``."""
+    violations = Axe().run(page).response["violations"]
+    return [f"{v['id']}: {v['help']}" for v in violations if v["impact"] in BLOCKING]
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -94,7 +102,7 @@ def test_an_agency_widget_runs_on_an_allowed_origin_and_is_refused_elsewhere(
         expect(page.get_by_role("heading", name="Create a widget")).to_be_visible()
         page.get_by_label("Tool", exact=True).select_option("word-counter")
         page.get_by_label("Allowed origins", exact=True).fill(allowed)
-        page.get_by_label("Runs per visitor per day", exact=True).fill("3")
+        page.get_by_label("Runs per visitor per day", exact=True).fill("1")
         page.get_by_role("button", name="Create widget").click()
         expect(page.get_by_role("heading", name="Word Counter")).to_be_visible()
         snippet = page.locator("#embed-snippet").inner_text()
@@ -124,6 +132,13 @@ def test_an_agency_widget_runs_on_an_allowed_origin_and_is_refused_elsewhere(
             arg=[inner],
         )
         _shoot(shopper.page, "allowed-origin")
+        # Past its cap (one run a day per visitor): a friendly 429 inside the widget.
+        shopper.expect_failure(429, f"/embed/{public_id}")
+        frame.get_by_role("button", name="Run Word Counter").click()
+        expect(frame.get_by_role("alert")).to_contain_text(
+            "You have reached this tool's limit of 1 run a day per visitor."
+        )
+        _shoot(shopper.page, "capped")
 
     # The run is the agency's: in its runs (as the widget's) and in the widget's usage.
     rows = site.query("select source, status, credits from runs where embed_id is not null")
@@ -132,6 +147,13 @@ def test_an_agency_widget_runs_on_an_allowed_origin_and_is_refused_elsewhere(
     expect(page.get_by_role("cell", name="Widget · Widgets")).to_be_visible()
     agency.goto("/account/embeds/")
     expect(page.locator("td[data-label='Runs today']")).to_have_text("1")
+    _shoot(page, "list")
+    assert _axe(page) == []
+    page.get_by_role("link", name="Word Counter").first.click()
+    expect(page.get_by_role("heading", name="Snippet")).to_be_visible()
+    assert _axe(page) == []
+    agency.goto(f"/embed/{public_id}")  # the widget's page on its own
+    assert _axe(page) == []
 
     # A page on an origin the widget does not allow: the browser refuses to frame it.
     with host_page(tmp_path / "other", _page_with(snippet)) as other:

@@ -192,7 +192,10 @@ def test_over_the_per_visitor_cap_is_a_friendly_429_and_nothing_runs(client, age
     assert run(client, embed).status_code == 200
     refused = run(client, embed)
     assert refused.status_code == 429
-    assert "You have used your 2 runs of this tool for today." in refused.get_data(as_text=True)
+    assert (
+        "You have reached this tool&#39;s limit of 2 runs a day per visitor."
+        in refused.get_data(as_text=True)
+    )
     assert int(refused.headers["Retry-After"]) > 0
     assert len(settled_runs(embed.id)) == 2
     # Another visitor (another address) still may.
