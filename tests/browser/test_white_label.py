@@ -14,24 +14,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests.browser.test_account_dashboard import _create_key
+from tests.browser.test_account_members import _axe
 
-BLOCKING = {"serious", "critical"}
 BRAND = "Northwind <Studio>"
 PRIMARY = "#1d4ed8"  # rgb(29, 78, 216)
 ACCENT = "#b45309"
-
-
-def _axe(page, found: dict, label: str) -> None:
-    violations = Axe().run(page).response["violations"]
-    blocking = [v for v in violations if v["impact"] in BLOCKING]
-    if blocking:
-        found[label] = [
-            f"{v['id']}: {v['help']} {[n['target'] for n in v['nodes'][:3]]}" for v in blocking
-        ]
 
 
 def _shoot(page, name: str) -> None:

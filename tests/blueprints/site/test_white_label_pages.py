@@ -9,12 +9,12 @@ import io
 import re
 
 import pytest
-from flask import g
 from lxml import html as lxml_html
 
 from extensions import db
 from models import Run, WhiteLabel
 from services import keys, white_label
+from tests.blueprints.site.test_account_auth import forget_request_state
 from tests.conftest import auth
 from tests.services.test_white_label import SVG, data_uri, png_bytes
 
@@ -36,11 +36,6 @@ def client(app):
         {"HTTP_USER_AGENT": BROWSER, "HTTP_REFERER": "https://svc.test/account/"}
     )
     return client
-
-
-def forget_request_state() -> None:
-    for name in ("csrf_token", "_login_user", "membership", "memberships", "account"):
-        g.pop(name, None)
 
 
 def get(client, path: str):
