@@ -3,7 +3,7 @@ logo upload, colours, support link), runs a tool, shares the run from its page, 
 stranger opens the link: the brand's colour is the header's computed background, its logo
 has loaded, its name is shown as text. axe-core on each page, no CSP violation (the
 ``visitor`` fixtures watch the console); ``SITE_SCREENSHOTS=<folder>`` adds screenshots at
-375 and 1280 px."""
+375 and 1280 px, light and dark."""
 
 from __future__ import annotations
 
@@ -29,9 +29,13 @@ def _shoot(page, name: str) -> None:
     if not folder:
         return
     Path(folder).mkdir(parents=True, exist_ok=True)
-    for width in (375, 1280):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(Path(folder) / f"{name}-{width}.png"), full_page=True)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for width in (375, 1280):
+            page.set_viewport_size({"width": width, "height": 900})
+            shot = Path(folder) / f"{name}-{width}-{scheme}.png"
+            page.screenshot(path=str(shot), full_page=True)
+    page.emulate_media(color_scheme="light")
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
