@@ -56,6 +56,11 @@ bench-engines: setup
 bench-workflows: setup
 	$(BIN)/python bench/workflows.py
 
+# The site assistant: recall on the golden set, answer latency (bench/README.md).
+.PHONY: bench-assistant
+bench-assistant: setup
+	$(BIN)/python bench/assistant.py
+
 # The site's pages and a visitor's run under gunicorn, against bare Flask (bench/README.md).
 .PHONY: bench-site
 bench-site: setup

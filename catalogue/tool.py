@@ -318,8 +318,9 @@ class Catalogue:
         self, q: str | None = None, category: str | None = None, plan: str | None = None
     ) -> list[Tool]:
         """Tools of ``category`` that ``plan`` may run (as ``filter``) whose name, summary or
-        slug holds every word of ``q``, ignoring case: the site's search, and the API's
-        should it take one.
+        slug holds every word of ``q``, ignoring case: the site's /tools/ filter, as people
+        type. (The API's ``GET /v1/tools?q=`` ranks by meaning instead, with the site
+        assistant's retriever: services/assistant/search.py.)
 
         Without words in ``q``, ``filter``'s list (sorted by slug). With words, the best
         matches first: the whole query in the name (the earlier in it, the better), then

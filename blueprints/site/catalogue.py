@@ -7,9 +7,10 @@ link to it.
 ``/tools/`` lists every tool (about 460) on each unfiltered request, so nothing about a tool
 is worked out per request (``_Cards``): each card is rendered once per catalogue (and
 availability), the cards of each category and plan filter are joined once, which engines
-cannot run here is asked every few seconds, and a search (``Catalogue.search``, which the
-API should use too if it takes a query) reads words prepared once and keeps its last
-results.
+cannot run here is asked every few seconds, and a search (``Catalogue.search``) reads words
+prepared once and keeps its last results. It filters (every word of the query in a tool's
+name, summary or slug) rather than ranking by meaning as the site assistant and
+``GET /v1/tools?q=`` do: a list narrowed as people type should hold what they typed.
 """
 
 from __future__ import annotations

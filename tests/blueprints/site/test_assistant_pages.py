@@ -218,3 +218,8 @@ def test_new_cookies_do_not_escape_the_address_limit(app):
     for _ in range(2):
         assert ask(visitor(app), PODCAST).status_code == 200
     assert ask(visitor(app), PODCAST).status_code == 429
+
+
+def test_a_tools_search_that_finds_nothing_offers_the_assistant(app):
+    page = visitor(app).get("/tools/?q=make+my+photo+smaller").get_data(as_text=True)
+    assert '<a href="/assistant?q=make%20my%20photo%20smaller">ask the assistant</a>' in page
