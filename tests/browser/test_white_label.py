@@ -137,9 +137,6 @@ def test_a_brand_set_on_its_page_shows_on_a_shared_run(
     )
     assert created.status_code == 201, created.text
     widget = open_new_visitor("widget")
-    # Opened by itself (not framed), the browser asks for /favicon.ico, which the widget
-    # page does not name.
-    widget.expect_failure(404, "/favicon.ico")
     assert widget.page.goto(created.json()["embed_url"]).status == 200
     band = widget.page.locator("header.brand-header")
     expect(band).to_have_css("background-color", "rgb(29, 78, 216)")
