@@ -136,7 +136,10 @@ def assistant_stream():
 
     def events() -> Iterator[str]:
         yield _event("status", "Searching the tools and the docs…")
-        found = answers.answer(question, answer_id=answer_id)
+        result, sources = answers.retrieve(question)
+        if answers.will_ask_the_model(result):
+            yield _event("status", f"Writing an answer from the {len(sources)} pages found…")
+        found = answers.answer_from(question, result, sources, answer_id=answer_id)
         answers.record(found, visitor)
         db.session.commit()
         for html in answer_parts(found):

@@ -289,6 +289,8 @@ def workflow(workflow_id: str):
 ROBOTS_DISALLOW = (
     "/account/",
     "/runs/",
+    # Each question asked costs the asker's limit and stores an answer: not for crawlers.
+    "/assistant",
     "/v1/tools/run/",
     "/v1/public/tools/",
     "/v1/workflows/run/",

@@ -177,7 +177,24 @@ def answer(question: str, *, answer_id: str | None = None) -> Answer:
     """Retrieve, then answer as the module says (a provider's failure falls back to the
     retrieval answer)."""
     started = time.perf_counter()
-    result, sources = retrieve(question)
+    return answer_from(question, *retrieve(question), answer_id=answer_id, started=started)
+
+
+def will_ask_the_model(result: Result) -> bool:
+    """Whether the answer to ``result`` is to be written by the provider's model."""
+    return has_evidence(result) and providers.configured()
+
+
+def answer_from(
+    question: str,
+    result: Result,
+    sources: list[Source],
+    *,
+    answer_id: str | None = None,
+    started: float | None = None,
+) -> Answer:
+    """The answer to ``question`` from what ``retrieve`` found."""
+    started = time.perf_counter() if started is None else started
     found = Answer(answer_id or new_uuid(), question, "retrieval", sources=sources)
     if not has_evidence(result):
         _unknown(found)

@@ -223,3 +223,20 @@ def test_new_cookies_do_not_escape_the_address_limit(app):
 def test_a_tools_search_that_finds_nothing_offers_the_assistant(app):
     page = visitor(app).get("/tools/?q=make+my+photo+smaller").get_data(as_text=True)
     assert '<a href="/assistant?q=make%20my%20photo%20smaller">ask the assistant</a>' in page
+
+
+def test_crawlers_are_asked_not_to_ask(app):
+    lines = visitor(app).get("/robots.txt").get_data(as_text=True).splitlines()
+    assert "Disallow: /assistant" in lines
+
+
+def test_with_a_model_the_stream_says_it_is_writing_before_the_answer(app, monkeypatch):
+    from engines.models import providers
+
+    monkeypatch.setattr(providers, "configured", lambda: True)
+    monkeypatch.setattr(providers, "chat", lambda *a, **k: "The show notes tool [1].")
+    body = ask(visitor(app), PODCAST, "/assistant/stream").get_data(as_text=True)
+    names = [block.split("\n", 1)[0] for block in body.split("\n\n") if block]
+    assert names[:3] == ["event: status", "event: status", "event: chunk"]
+    assert "data: Writing an answer from the 6 pages found…" in body
+    assert 'class="cite" href="/tools/podcast-show-notes/"' in body
