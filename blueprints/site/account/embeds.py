@@ -22,7 +22,7 @@ from blueprints.site.routes import bp
 from catalogue import load_catalogue
 from extensions import db
 from models import Embed
-from services import embeds
+from services import embeds, keys
 from services.plans import get_plan
 
 LIST_PATH = "/account/embeds/"
@@ -85,17 +85,31 @@ def _account_embed(embed_id: str) -> Embed:
 
 
 def _key_names(account_id: int) -> dict[str, str]:
-    """The keys a widget may use (working, live), by id, as the pages name them."""
+    """The keys a widget may be given here (working, live), by id, as the pages name them."""
     return {key.id: f"{key.name} ({key.hint})" for key in embeds.run_keys(account_id)}
 
 
-def _key_options() -> list[tuple[str, str]]:
-    return list(_key_names(g.account.id).items())
+def _working_key_names(account_id: int) -> dict[str, str]:
+    """Every working key by id (a widget made over the API with a sandbox key keeps it)."""
+    return {
+        key.id: f"{key.name} ({key.hint}{', sandbox: sample outputs' if key.sandbox else ''})"
+        for key, _email in keys.working_keys(account_id)
+    }
+
+
+def _key_options(embed: Embed | None = None) -> list[tuple[str, str]]:
+    """The live keys, and the widget's own key if it is a working sandbox key."""
+    options = _key_names(g.account.id)
+    if embed is not None and embed.api_key_id not in options:
+        working = _working_key_names(g.account.id)
+        if embed.api_key_id in working:
+            options[embed.api_key_id] = working[embed.api_key_id]
+    return list(options.items())
 
 
 def _rows(listed: list[Embed]) -> list[WidgetRow]:
     catalogue = load_catalogue()
-    working = _key_names(g.account.id)
+    working = _working_key_names(g.account.id)
     figures = embeds.totals([embed.id for embed in listed])
     rows = []
     for embed in listed:
@@ -111,7 +125,7 @@ def _rows(listed: list[Embed]) -> list[WidgetRow]:
                 enabled=embed.enabled,
                 caps=f"{embed.per_minute}/min · {embed.per_visitor_daily}/visitor/day · "
                 f"{embed.daily}/day",
-                key=working.get(embed.api_key_id, "No working live key: choose one"),
+                key=working.get(embed.api_key_id, "No working key: choose one"),
                 key_works=embed.api_key_id in working,
                 today=today,
                 runs_30=runs_30,
@@ -157,9 +171,9 @@ def _errors(refused: embeds.EmbedRefused) -> dict[str, str]:
     return {name: " ".join(messages) for name, messages in refused.errors.items()}
 
 
-def _chosen_key(errors: dict[str, str]) -> str | None:
+def _chosen_key(errors: dict[str, str], embed: Embed | None = None) -> str | None:
     key_id = request.form.get("api_key_id", "")
-    if key_id not in _key_names(g.account.id):
+    if key_id not in dict(_key_options(embed)):
         errors["api_key_id"] = "Choose one of the account's live keys."
         return None
     return key_id
@@ -227,7 +241,7 @@ def _widget_page(embed: Embed, status: int = 200, *, errors=None, values=None):
         not_agency=_NOT_AGENCY,
         snippet=embeds.snippet(embed, embeds.base_url()),
         embed_url=embeds.embed_url(embed, embeds.base_url()),
-        key_options=_key_options(),
+        key_options=_key_options(embed),
         caps=embeds.CAPS,
         cap_labels=embeds.CAP_LABELS,
         days=[day for day in days if day.runs],
@@ -253,7 +267,7 @@ def save_embed(embed_id):
     embed = _account_embed(embed_id)
     _require_manager()
     errors: dict[str, str] = {}
-    key_id = _chosen_key(errors)
+    key_id = _chosen_key(errors, embed)
     try:
         values = embeds.clean(_form_values(request.form, creating=False), g.account, creating=False)
     except embeds.EmbedRefused as refused:

@@ -26,6 +26,9 @@ OWNED = {
     ("POST", "/v1/webhook/deliveries/<uuid:delivery_id>/redeliver"): "delivery",
     ("GET", "/v1/workflows/run/<uuid:run_id>/status"): "workflow_run",
     ("POST", "/v1/workflows/run/<uuid:run_id>/cancel"): "workflow_run",
+    ("GET", "/v1/embeds/<uuid:embed_id>"): "embed",
+    ("PATCH", "/v1/embeds/<uuid:embed_id>"): "embed",
+    ("DELETE", "/v1/embeds/<uuid:embed_id>"): "embed",
 }
 # Routes with a path parameter that names nothing of an account's: catalogue entries, and
 # stored files' GET, whose unguessable id is the capability (DELETE needs the owner's key).
@@ -119,6 +122,17 @@ def _workflow_run(client, raw):
     return run_id, f"/v1/workflows/run/{run_id}/status"
 
 
+def _embed(client, raw):
+    response = client.post(
+        "/v1/embeds",
+        headers=auth(raw),
+        json={"tool": "word-counter", "allowed_origins": ["https://client.example.com"]},
+    )
+    assert response.status_code == 201, response.get_json()
+    embed_id = response.get_json()["id"]
+    return embed_id, f"/v1/embeds/{embed_id}"
+
+
 MAKE = {
     "tool_run": _tool_run,
     "queued_run": _queued_run,
@@ -126,6 +140,7 @@ MAKE = {
     "file": _file,
     "delivery": _delivery,
     "workflow_run": _workflow_run,
+    "embed": _embed,
 }
 
 

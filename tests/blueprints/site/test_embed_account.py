@@ -191,3 +191,25 @@ def test_the_run_history_shows_widget_runs_as_the_widgets(client, agency_owner):
     assert re.search(r'data-label="Source">Widget · widgets<', listed)
     assert "Word Counter" in listed
     assert "Word Counter" not in page(client, "/account/runs/?source=web").get_data(as_text=True)
+
+
+def test_a_widget_made_with_a_sandbox_key_keeps_it_and_says_so(client, agency_owner):
+    signed, _key = agency_owner
+    sandbox = next(k for k, _ in keys.working_keys(signed.account.id) if k.sandbox)
+    embed = _widget(signed, sandbox)
+    shown = page(client, f"/account/embeds/{embed.id}/").get_data(as_text=True)
+    assert "sandbox: sample outputs" in shown and "No working key" not in shown
+    saved = post(
+        client,
+        f"/account/embeds/{embed.id}/",
+        name="",
+        allowed_origins="https://client.example.com",
+        per_minute="10",
+        per_visitor_daily="20",
+        daily="500",
+        api_key_id=sandbox.id,
+        enabled="true",
+    )
+    assert saved.status_code == 303
+    db.session.refresh(embed)
+    assert embed.api_key_id == sandbox.id
