@@ -23,11 +23,15 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from engines.text import embedder
 from services.assistant.documents import Document
+
+# numpy (and bm25s) are imported where they are used: at module level numpy added a quarter
+# of a second to every process's start, before anyone asked anything.
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +91,8 @@ class Index:
         keep: Callable[[Document], bool] | None = None,
     ) -> Result:
         """The best ``limit`` documents for ``query`` among those ``keep`` accepts."""
+        import numpy as np
+
         query = query[:MAX_QUERY_CHARS]
         words = _words(query)
         corrected = [self._correct(word) for word in words]
@@ -134,6 +140,8 @@ class Index:
         return close[0] if close else word
 
     def _bm25_scores(self, words: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         tokens = _tokenize([" ".join(words)], self._stemmer)[0]
         known = [token for token in tokens if token in self._bm25.vocab_dict]
         if not known:
@@ -141,6 +149,8 @@ class Index:
         return np.asarray(self._bm25.get_scores(known), dtype=float)
 
     def _cosines(self, text: str) -> np.ndarray:
+        import numpy as np
+
         if self._vectors is None:
             return np.zeros(len(self.documents))
         vector = embedder.embed([text])[0]
@@ -184,6 +194,7 @@ def release_id(documents: Iterable[Document]) -> str:
 def build_index(documents: list[Document]) -> Index:
     """BM25 and the embeddings of ``documents``; without the embedder, BM25 alone."""
     import bm25s
+    import numpy as np
     import Stemmer
 
     stemmer = Stemmer.Stemmer("english")
