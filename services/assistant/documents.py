@@ -153,6 +153,35 @@ def changelog_document(entry: changelog.Entry) -> Document:
     )
 
 
+# Site pages that no README section stands for: (id, title, address, line, text).
+_PAGES = (
+    (
+        "pricing",
+        "Pricing: plans and prices",
+        "/pricing",
+        "The plans, their monthly prices and what each includes.",
+        "The plans Free, Starter, Pro, Creator, Business and Agency: what each plan costs a "
+        "month and includes (API access, calls a day per key, seats, runs a day on the site); "
+        "upgrade your plan.",
+    ),
+    (
+        "api-reference",
+        "API reference",
+        "/docs",
+        "Every operation of the API with its parameters, bodies, answers and schemas.",
+        "The API reference: every endpoint with its parameters, request body, responses and "
+        "JSON schemas, from the OpenAPI document; try the calls in the browser.",
+    ),
+)
+
+
+def page_documents() -> list[Document]:
+    return [
+        Document(id=f"docs:{key}", kind="docs", title=title, url=url, line=line, text=text)
+        for key, title, url, line, text in _PAGES
+    ]
+
+
 def build_documents(
     tools: Catalogue,
     workflows: WorkflowCatalogue,
@@ -164,6 +193,7 @@ def build_documents(
     documents = [tool_document(tool, label(tool.category)) for tool in tools]
     documents += [workflow_document(workflow) for workflow in workflows]
     documents += [section_document(section) for section in sections if section.body]
+    documents += page_documents()
     documents += [changelog_document(entry) for entry in entries]
     return documents
 

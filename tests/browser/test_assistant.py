@@ -38,8 +38,9 @@ def test_the_answer_streams_into_the_page_and_its_links_work(visitor, site):
     assert site.query(voted) == [(PODCAST, "retrieval")]
 
     # Its links lead somewhere that exists.
-    with page.expect_navigation():
+    with page.expect_navigation() as followed:
         link.click()
+    assert followed.value.status == 200
     assert page.url.endswith("/tools/podcast-show-notes/")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Podcast Show Notes")
 
@@ -50,8 +51,9 @@ def test_an_api_question_links_the_guide_section(visitor):
     _ask(page, "How do I verify a webhook?")
     link = page.locator("#ask-answer").get_by_role("link", name="Docs: Webhooks")
     expect(link).to_be_visible()
-    with page.expect_navigation():
+    with page.expect_navigation() as followed:
         link.click()
+    assert followed.value.status == 200
     assert page.url.endswith("/docs/guide#webhooks")
     expect(page.locator("h3#webhooks")).to_be_in_viewport()
 

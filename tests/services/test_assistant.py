@@ -176,6 +176,12 @@ def test_without_a_provider_the_answer_lists_the_best_tools_with_a_line_each(app
     assert not found.paragraphs
 
 
+def test_a_question_about_prices_finds_the_pricing_page(app):
+    assert current_index().search("how much does the pro plan cost").hits[0].document.url == (
+        "/pricing"
+    )
+
+
 def test_an_api_question_answers_with_the_docs_sections_first(app):
     found = answers.answer("how do I verify a webhook?")
     assert found.docs_first

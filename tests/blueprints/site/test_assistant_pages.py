@@ -87,8 +87,14 @@ def test_an_api_question_links_the_guide_section_that_exists(app):
 def test_every_docs_link_of_the_index_has_its_anchor_on_the_guide(app):
     guide = visitor(app).get("/docs/guide").get_data(as_text=True)
     anchors = set(re.findall(r'<h[23] id="([^"]+)"', guide))
-    docs = [d for d in current_index().documents if d.kind == "docs"]
+    docs = [d for d in current_index().documents if d.url.startswith("/docs/guide#")]
     assert docs and {d.url.split("#")[1] for d in docs} <= anchors
+
+
+@pytest.mark.parametrize("path", ["/pricing", "/docs"])
+def test_the_site_pages_it_links_exist(app, path):
+    assert any(d.url == path for d in current_index().documents)
+    assert visitor(app).get(path).status_code == 200
 
 
 def test_the_guide_has_the_strict_content_security_policy(app):
