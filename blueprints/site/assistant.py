@@ -115,8 +115,9 @@ def _event(name: str, data: str) -> str:
 @bp.get("/assistant/stream")
 def assistant_stream():
     """The answer to ``q`` as server-sent events: ``status`` (text), then ``chunk`` events
-    (HTML: paragraphs, the list of links), then ``done`` (HTML: the vote form); a refused
-    question is one ``refused`` event (HTML) with status 422 or 429."""
+    (HTML: paragraphs, a model's as it writes them, then the list of links), then ``done``
+    (HTML: the vote form); a refused question is one ``refused`` event (HTML) with status
+    422 or 429."""
     raw = request.args.get("q", "")
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     try:
@@ -139,10 +140,18 @@ def assistant_stream():
         result, sources = answers.retrieve(question)
         if answers.will_ask_the_model(result):
             yield _event("status", f"Writing an answer from the {len(sources)} pages found…")
-        found = answers.answer_from(question, result, sources, answer_id=answer_id)
+        paragraph = get_template_attribute("site/assistant/_answer.html", "paragraph")
+        sent = 0
+        for part in answers.answer_stream(question, result, sources, answer_id=answer_id):
+            if isinstance(part, answers.Answer):
+                found = part
+            else:  # a paragraph of the model's, as it is written
+                yield _event("chunk", str(paragraph(part)).strip())
+                sent += 1
         answers.record(found, visitor)
         db.session.commit()
-        for html in answer_parts(found):
+        # The rest: the model's paragraphs were sent (a model answer has no intro).
+        for html in answer_parts(found)[sent if found.mode == "model" else 0 :]:
             yield _event("chunk", html)
         footer = get_template_attribute("site/assistant/_answer.html", "answer_footer")
         yield _event("done", str(footer(found, csrf)).strip())

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -202,6 +203,95 @@ class Provider:
         if isinstance(content, list):  # content parts
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
         return content if isinstance(content, str) else ""
+
+    def chat_stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+    ) -> Iterator[str]:
+        """POST /chat/completions with ``"stream": true``; yields the text as it arrives.
+
+        Through the breaker as every call, but tried once: text already shown cannot be
+        taken back. A failure before the first piece raises as ``chat`` does (so the caller
+        can fall back); one later ends the stream with ProviderUnavailable. A provider that
+        answers the whole completion as JSON instead is read as one piece.
+        """
+        breaker = breaker_for(self.base_url)
+        if not breaker.allow():
+            raise ProviderUnavailable(
+                f"The model provider at {self.where} is failing; calls are paused for a while.",
+                retry_after=breaker.retry_after(),
+            )
+        body = {
+            "model": self.models["chat"],
+            "messages": list(messages),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stream": True,
+        }
+        auth = Bearer(self._api_key) if self._api_key else None
+        try:
+            response = session().post(
+                self.base_url + "/chat/completions",
+                json=body,
+                auth=auth,
+                timeout=self._timeouts(),
+                stream=True,
+                allow_redirects=False,
+            )
+        except requests.RequestException as error:
+            breaker.failed()
+            raise ProviderUnavailable(
+                f"The model provider at {self.where} cannot be reached ({type(error).__name__})."
+            ) from None
+        with response:
+            status = response.status_code
+            if not 200 <= status < 300:
+                answer = read_limited(response, MAX_RESPONSE_BYTES, "answer")
+                if status in _RETRYABLE_STATUSES:
+                    breaker.failed()
+                    raise ProviderUnavailable(
+                        f"The model provider at {self.where} answered HTTP {status}.",
+                        retry_after=_reported_retry_after(
+                            parse_retry_after(response.headers.get("Retry-After"))
+                        ),
+                    )
+                breaker.succeeded()
+                raise self._refusal("chat", "/chat/completions", status, answer)
+            breaker.succeeded()
+            content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
+            try:
+                if content_type == "application/json":
+                    data = json.loads(read_limited(response, MAX_RESPONSE_BYTES, "answer"))
+                    message = (data.get("choices") or [{}])[0].get("message") or {}
+                    if isinstance(message.get("content"), str):
+                        yield message["content"]
+                    return
+                received = 0
+                for line in response.iter_lines():
+                    received += len(line)
+                    if received > MAX_RESPONSE_BYTES:
+                        raise ProviderUnavailable("The model provider's answer is too long.")
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        return
+                    chunk = json.loads(data)
+                    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+                    delta = (choices[0] if choices else {}).get("delta") or {}
+                    if isinstance(delta.get("content"), str) and delta["content"]:
+                        yield delta["content"]
+            except (ValueError, AttributeError, TypeError):
+                raise ProviderUnavailable(
+                    "The model provider's streamed chat answer could not be read."
+                ) from None
+            except requests.RequestException as error:
+                raise ProviderUnavailable(
+                    f"The model provider's answer broke off ({type(error).__name__})."
+                ) from None
 
     def generate_images(
         self,
@@ -523,6 +613,15 @@ def chat(
     """``Provider.chat`` on the provider the app's settings name."""
     return Provider.from_settings().chat(
         messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    )
+
+
+def chat_stream(
+    messages: Sequence[Mapping[str, Any]], *, temperature: float, max_tokens: int
+) -> Iterator[str]:
+    """``Provider.chat_stream`` on the provider the app's settings name."""
+    return Provider.from_settings().chat_stream(
+        messages, temperature=temperature, max_tokens=max_tokens
     )
 
 

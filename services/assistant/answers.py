@@ -23,6 +23,7 @@ import logging
 import math
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from flask import current_app
@@ -213,6 +214,44 @@ def answer_from(
     return found
 
 
+def answer_stream(
+    question: str, result: Result, sources: list[Source], *, answer_id: str | None = None
+) -> Iterator[list[Segment] | Answer]:
+    """The answer as it is written: with a provider (and evidence), each paragraph of the
+    model's text once it is complete (cited and cleaned as ``cited_paragraphs`` says), then
+    the whole Answer; otherwise the Answer alone. A provider that fails before its first
+    paragraph gives the retrieval answer; one that fails later keeps what it wrote."""
+    started = time.perf_counter()
+    if not will_ask_the_model(result):
+        yield answer_from(question, result, sources, answer_id=answer_id, started=started)
+        return
+    found = Answer(answer_id or new_uuid(), question, "model", sources=sources)
+    pending = ""
+    try:
+        for piece in providers.chat_stream(
+            _messages(found), temperature=0.2, max_tokens=MAX_ANSWER_TOKENS
+        ):
+            pending += piece
+            *complete, pending = re.split(r"\n\s*\n", pending)
+            for block in complete:
+                for paragraph in cited_paragraphs(block, sources):
+                    found.paragraphs.append(paragraph)
+                    yield paragraph
+        for paragraph in cited_paragraphs(pending, sources):
+            found.paragraphs.append(paragraph)
+            yield paragraph
+    except (EngineError, ProviderUnavailable) as error:  # logged by kind: never secrets
+        log.warning("The assistant's model stream failed (%s)", type(error).__name__)
+    if not found.paragraphs:
+        found.mode = "retrieval"
+        _from_retrieval(found)
+    else:
+        cited = {s.source.number for p in found.paragraphs for s in p if s.source is not None}
+        found.tools = [s for s in found.sources if s.number in cited]
+    found.duration_ms = (time.perf_counter() - started) * 1000
+    yield found
+
+
 def _unknown(found: Answer) -> None:
     found.mode = "unknown"
     found.intro = (
@@ -239,19 +278,20 @@ def _from_retrieval(found: Answer) -> None:
     )
 
 
-def _written_by_model(found: Answer) -> None:
+def _messages(found: Answer) -> list[dict]:
+    """The model's prompt: the rules, then the numbered documents and the question."""
     listed = "\n\n".join(
         f"[{s.number}] {s.title} ({s.document.kind})\n{s.document.text[:DOCUMENT_CHARS]}"
         for s in found.sources
     )
-    text = providers.chat(
-        [
-            {"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": f"Documents:\n\n{listed}\n\nQuestion: {found.question}"},
-        ],
-        temperature=0.2,
-        max_tokens=MAX_ANSWER_TOKENS,
-    )
+    return [
+        {"role": "system", "content": _SYSTEM},
+        {"role": "user", "content": f"Documents:\n\n{listed}\n\nQuestion: {found.question}"},
+    ]
+
+
+def _written_by_model(found: Answer) -> None:
+    text = providers.chat(_messages(found), temperature=0.2, max_tokens=MAX_ANSWER_TOKENS)
     paragraphs = cited_paragraphs(text, found.sources)
     if not paragraphs:
         raise EngineError("The model wrote no answer.")

@@ -3,7 +3,8 @@
 ``FakeOpenAI`` runs a ``ThreadingHTTPServer`` in a thread (use it as a context manager) and
 answers the five endpoints the provider adapter calls, under ``/v1``:
 
-- ``POST /v1/chat/completions``: the answer holds a hash of the messages in a fixed sentence;
+- ``POST /v1/chat/completions``: the answer holds a hash of the messages in a fixed sentence
+  (with ``"stream": true``, as server-sent ``chat.completion.chunk`` events, a word each);
   with ``response_format`` ``json_object`` a JSON object, with a JSON schema (``json_schema``,
   or a ``schema`` beside ``json_object``) an object valid against it; ``reply(...)`` scripts
   the next answers instead. ``image_url`` parts are checked as OpenAI checks them (an http(s)
@@ -312,6 +313,9 @@ class _Handler(BaseHTTPRequestHandler):
         finish = "stop"
         if isinstance(max_tokens, int) and len(words) > max_tokens:
             content, finish = " ".join(words[:max_tokens]), "length"
+        if body.get("stream") is True:
+            self._stream_chat(key, model, content, finish)
+            return
         self._json(
             {
                 "id": f"chatcmpl-{key}",
@@ -332,6 +336,37 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             }
         )
+
+    def _stream_chat(self, key: str, model: str, content: str, finish: str) -> None:
+        """The completion as OpenAI streams it: server-sent ``chat.completion.chunk``
+        events, a word (with its space) each, then ``[DONE]``; chunked transfer encoding."""
+        pieces = re.findall(r"\S+\s*|\s+", content) or [""]
+
+        def event(delta: dict, reason: str | None = None) -> bytes:
+            chunk = {
+                "id": f"chatcmpl-{key}",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+            }
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            events = [event({"role": "assistant", "content": ""})]
+            events += [event({"content": piece}) for piece in pieces]
+            events += [event({}, finish), b"data: [DONE]\n\n"]
+            for data in events:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _images(self, request: Recorded) -> None:
         body = request.json

@@ -222,6 +222,30 @@ def test_with_a_provider_the_model_writes_the_answer_citing_markers(ai_app, fake
     assert [s.number for s in found.tools] == [1, 2]  # the sources cited
 
 
+def stream(question: str) -> list:
+    return list(answers.answer_stream(question, *answers.retrieve(question)))
+
+
+def test_a_streamed_model_answer_yields_each_paragraph_as_it_is_written(ai_app, fake):
+    fake.reply("First the tool [1].\n\nThen the workflow [2] and [8].")
+    *paragraphs, found = stream("which tool turns a podcast into show notes?")
+    assert fake.calls("/v1/chat/completions")[0].json["stream"] is True
+    assert len(paragraphs) == 2 and found.paragraphs == paragraphs
+    assert [s.source.number for s in paragraphs[1] if s.source] == [2]  # [8]: not retrieved
+    assert found.mode == "model" and [s.number for s in found.tools] == [1, 2]
+
+
+def test_a_stream_that_fails_before_writing_gives_the_retrieval_answer(ai_app, fake):
+    fake.fail_next(1, status=503)
+    [found] = stream("which tool turns a podcast into show notes?")
+    assert found.mode == "retrieval" and found.tools[0].url == "/tools/podcast-show-notes/"
+
+
+def test_a_stream_below_the_threshold_calls_no_model(ai_app, fake):
+    [found] = stream("what's the weather in Paris")
+    assert found.mode == "unknown" and fake.requests == []
+
+
 def test_a_failing_provider_falls_back_to_the_retrieval_answer(ai_app, fake):
     fake.fail_next(10, status=500)
     found = answers.answer("which tool turns a podcast into show notes?")

@@ -240,9 +240,15 @@ def test_with_a_model_the_stream_says_it_is_writing_before_the_answer(app, monke
     from engines.models import providers
 
     monkeypatch.setattr(providers, "configured", lambda: True)
-    monkeypatch.setattr(providers, "chat", lambda *a, **k: "The show notes tool [1].")
+    pieces = ["The show notes ", "tool [1].", "\n\nOr the ", "workflow [2]."]
+    monkeypatch.setattr(providers, "chat_stream", lambda *a, **k: iter(pieces))
     body = ask(visitor(app), PODCAST, "/assistant/stream").get_data(as_text=True)
-    names = [block.split("\n", 1)[0] for block in body.split("\n\n") if block]
-    assert names[:3] == ["event: status", "event: status", "event: chunk"]
-    assert "data: Writing an answer from the 6 pages found…" in body
-    assert 'class="cite" href="/tools/podcast-show-notes/"' in body
+    events = [block for block in body.split("\n\n") if block]
+    names = [block.split("\n", 1)[0] for block in events]
+    assert names[:2] == ["event: status", "event: status"]
+    assert "data: Writing an answer from the 6 pages found…" in events[1]
+    # Each paragraph is its own event, sent as the model finishes it; then the sources.
+    assert events[2].startswith('event: chunk\ndata: <p>The show notes tool <a class="cite"')
+    assert events[3].startswith('event: chunk\ndata: <p>Or the workflow <a class="cite"')
+    assert "Sources" in events[4] and names[-1] == "event: done"
+    assert stored()[0].mode == "model"

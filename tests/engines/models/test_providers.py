@@ -432,3 +432,30 @@ def test_prompts_and_keys_stay_out_of_the_logs(ai_app, fake, logs):
 
     assert [r.levelname for r in logs.records] == ["WARNING", "INFO"]
     assert "Say hello" not in logs.text and API_KEY not in logs.text
+
+
+# --- streamed chat (the site assistant) ------------------------------------------------------
+
+
+def test_chat_stream_yields_the_answer_as_it_arrives(ai_app, fake):
+    fake.reply("One two three.")
+    pieces = list(providers.chat_stream(HELLO, temperature=0.2, max_tokens=50))
+    assert pieces == ["One ", "two ", "three."]
+    sent = fake.calls("/v1/chat/completions")[0]
+    assert sent.json["stream"] is True and sent.json["model"] == "chat-model"
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+
+
+def test_chat_stream_is_tried_once_and_a_5xx_is_provider_unavailable(ai_app, fake):
+    fake.fail_next(1, status=502)
+    with pytest.raises(ProviderUnavailable) as failed:
+        list(providers.chat_stream(HELLO, temperature=0.2, max_tokens=50))
+    assert len(fake.calls("/v1/chat/completions")) == 1
+    assert API_KEY not in str(failed.value)
+
+
+def test_chat_stream_refusals_are_mapped_as_chat_maps_them(fake):
+    app = make_app(fake.base_url, AI_API_KEY="sk-wrong-key-123456")
+    with app.app_context(), pytest.raises(ProviderUnavailable) as refused:
+        list(providers.chat_stream(HELLO, temperature=0.2, max_tokens=50))
+    assert "AI_API_KEY" in str(refused.value) and "sk-wrong" not in str(refused.value)
