@@ -25,8 +25,11 @@ def _run_word_counter(page, text: str = "Short text. Two sentences.") -> str:
 
 
 def _settle(page) -> None:
-    """Wait until the page's own requests are done (htmx, Swagger UI's OpenAPI document)."""
+    """Wait until the page's own requests are done (htmx, Swagger UI's OpenAPI document)
+    and its transitions have ended (htmx's indicator fades out after a run: read halfway,
+    its text failed contrast)."""
     page.wait_for_load_state("networkidle")
+    page.evaluate("() => Promise.all(document.getAnimations().map(each => each.finished))")
 
 
 def test_no_page_logs_an_error_or_breaks_the_csp(visitor):
