@@ -3,12 +3,14 @@ create / update / rotate / delete, the signed token a widget's page carries, its
 its runs, for the API (``/v1/embeds``) and the site (``/account/embeds/``, ``/embed/<id>``)
 alike.
 
-A widget is bound to one tool of the catalogue that runs in the request (a queued tool, or
-one that makes files, cannot be embedded: its progress and its files would need the
-visitor's session, which a third-party iframe does not have). Its runs go through a key of
-its account kept on the server (``embeds.api_key_id``) exactly as that key's API runs do
-(services/runs.py: quota, credits, ledger, run record), with ``source`` embed and
-``embed_id`` set. Before a run, three caps are counted: per minute (the widget), per visitor
+A widget is bound to one tool of the catalogue that the account's plan includes and that can
+run on this deployment. Its runs go through a key of its account kept on the server
+(``embeds.api_key_id``) exactly as that key's API runs do (services/runs.py: quota, credits,
+ledger, run record), with ``source`` embed and ``embed_id`` set: a light tool in the request,
+a queued tool as a queued run whose page the widget shows (progress, then the output) under
+a token bound to the widget and that run (``make_token(embed, run_id)``: no cookie in a
+third-party iframe). Files a run makes are served as the API serves them (``/v1/files/<id>``,
+the id a capability). Before a run, three caps are counted: per minute (the widget), per visitor
 per day (a salted daily hash of the client address, as services/allowance.py makes it; no
 cookie) and per day (the widget); over any of them nothing runs and nothing is charged.
 """
@@ -52,6 +54,8 @@ CAP_LABELS = {
 FIELDS = {"name", "tool", "allowed_origins", "enabled", "rotate_public_id", *CAPS}
 # How long a widget page's token authorises a run.
 TOKEN_SECONDS = 15 * 60
+# How long a run's token shows that run (each status the widget polls carries a fresh one).
+RUN_TOKEN_SECONDS = 60 * 60
 _TOKEN_SALT = "svc-embed-run"
 _PUBLIC_ID = re.compile(r"[A-Za-z0-9_-]{16,43}")
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
@@ -147,14 +151,12 @@ def _host(hostname: str) -> str:
 
 
 def embeddable_reason(tool: Tool) -> str | None:
-    """Why ``tool`` cannot be embedded (None: it can)."""
-    if tool.queue:
-        return (
-            "Only tools that answer at once can be embedded; this one is queued (it takes a "
-            "while), so it runs over the API instead."
-        )
-    if tool.makes_files:
-        return "Tools that make files cannot be embedded; this one answers with files."
+    """Why ``tool`` cannot be embedded (None: it can): only when it cannot run on this
+    deployment (a provider it needs is not configured), as its tool page says. Queued tools
+    and tools that make files are embedded like the others."""
+    reason = tool.unavailable_reason
+    if reason is not None:
+        return f"This tool cannot run on this deployment: {reason}"
     return None
 
 
@@ -406,8 +408,9 @@ def live(public_id: str) -> Live | None:
     if not context.plan.includes(REQUIRED_PLAN):
         return None
     tool = load_catalogue().get(embed.tool_slug)
-    if tool is None or embeddable_reason(tool) is not None:
+    if tool is None:
         return None
+    # A tool whose provider went away stays shown: its page says it cannot run now.
     return Live(embed, tool, context)
 
 
@@ -424,24 +427,32 @@ def _serializer() -> URLSafeTimedSerializer:
     )
 
 
-def make_token(embed: Embed) -> str:
+def make_token(embed: Embed, run_id: str | None = None) -> str:
     """A token for a page of the widget: it authorises runs for 15 minutes, while the widget
-    keeps this public id."""
-    return _serializer().dumps({"e": embed.id, "p": embed.public_id})
+    keeps this public id. With ``run_id``: a run's token instead, which shows that run of
+    the widget (its status, output and files, and cancels it) for an hour, and runs
+    nothing."""
+    data = {"e": embed.id, "p": embed.public_id}
+    if run_id is not None:
+        data["r"] = run_id
+    return _serializer().dumps(data)
 
 
-def check_token(embed: Embed, token: str | None) -> None:
+def check_token(embed: Embed, token: str | None, run_id: str | None = None) -> None:
     """TokenRefused unless ``token`` was made for this widget and public id within 15
-    minutes."""
+    minutes (with ``run_id``: a run's token of that run, within the hour)."""
     if not token or len(token) > 500:
         raise TokenRefused(expired=False)
+    max_age = TOKEN_SECONDS if run_id is None else RUN_TOKEN_SECONDS
     try:
-        data = _serializer().loads(token, max_age=TOKEN_SECONDS)
+        data = _serializer().loads(token, max_age=max_age)
     except SignatureExpired:
         raise TokenRefused(expired=True) from None
     except BadSignature:
         raise TokenRefused(expired=False) from None
     if not isinstance(data, dict) or data.get("e") != embed.id or data.get("p") != embed.public_id:
+        raise TokenRefused(expired=False)
+    if data.get("r") != run_id:  # a page's token shows no run; a run's token runs nothing
         raise TokenRefused(expired=False)
 
 
@@ -474,10 +485,8 @@ def admit(embed: Embed, visitor: str) -> Ticket:
             retry_after,
         )
     day = clock.utc_day()
-    counters = [
-        (f"embed:{day}:widget:{embed.id}", embed.daily),
-        (f"embed:{day}:visitor:{embed.id}:{visitor}", embed.per_visitor_daily),
-    ]
+    widget_key, visitor_key = _counter_keys(day, embed.id, visitor)
+    counters = [(widget_key, embed.daily), (visitor_key, embed.per_visitor_daily)]
     at_cap = allowance.reserve_counters(
         _state_key(day),
         counters,
@@ -505,6 +514,19 @@ def admit(embed: Embed, visitor: str) -> Ticket:
 def release(ticket: Ticket) -> None:
     """Give a counted run back (it was refused or failed)."""
     allowance.store().release(list(ticket.keys))
+
+
+def release_run(run: Run) -> None:
+    """Give back the day's caps a queued run of a widget counted (it failed or was
+    canceled: services/runs.py concludes it), as ``release`` gives back an inline run's."""
+    if run.embed_id is None or run.web_address is None:
+        return
+    day = clock.utc_day(clock.as_utc(run.created_at))
+    release(Ticket(_counter_keys(day, run.embed_id, run.web_address)))
+
+
+def _counter_keys(day: str, embed_id: str, visitor: str) -> tuple[str, str]:
+    return (f"embed:{day}:widget:{embed_id}", f"embed:{day}:visitor:{embed_id}:{visitor}")
 
 
 def _state_key(day: str) -> str:
@@ -573,6 +595,44 @@ def run(widget: Live, inputs: dict, visitor: str, ticket: Ticket) -> runs.RunRes
         raise
     runs.end_transaction()  # the claim of a free call, if one was made
     return result
+
+
+def submit(widget: Live, inputs: dict, visitor: str, ticket: Ticket) -> Run:
+    """A queued run of the widget's tool on checked, stored ``inputs`` through its key, as
+    that key's API runs are submitted (its daily quota reserved now; credits when it
+    succeeds), ``source`` embed; committed, for the caller to enqueue. CapReached
+    (``quota``) when the key's quota is used up, the day's caps given back. A run that
+    fails or is canceled gives its quota and the widget's caps back (services/runs.py)."""
+    try:
+        result = runs.submit(
+            widget.key, widget.tool, inputs, notify=False, embed_id=widget.embed.id,
+            address=visitor,
+        )  # fmt: skip
+        db.session.commit()
+    except runs.QuotaExceeded:
+        db.session.rollback()
+        release(ticket)
+        raise CapReached(
+            "quota",
+            "This tool cannot run any more today. It works again tomorrow (from 00:00 UTC).",
+            clock.seconds_to_midnight(),
+        ) from None
+    except BaseException:
+        db.session.rollback()
+        release(ticket)
+        raise
+    return result.run
+
+
+def find_run(embed: Embed, run_id: object) -> Run | None:
+    """The widget's queued run ``run_id`` (None for any other run: never revealed)."""
+    if not isinstance(run_id, str) or len(run_id) > 36:
+        return None
+    # Read again: its state as the worker left it, not as this session last saw it.
+    run = db.session.get(Run, run_id, populate_existing=True)
+    if run is None or run.embed_id != embed.id or run.source != "embed":
+        return None
+    return run
 
 
 # --- usage --------------------------------------------------------------------------------

@@ -314,14 +314,24 @@ def submit_for_visitor(visitor: Visitor, tool: Tool, inputs: dict) -> Run:
 
 
 def submit(
-    context: KeyContext, tool: Tool, inputs: dict, *, notify: bool, admit: Admit = reserve_only
+    context: KeyContext,
+    tool: Tool,
+    inputs: dict,
+    *,
+    notify: bool,
+    admit: Admit = reserve_only,
+    embed_id: str | None = None,
+    address: str | None = None,
 ) -> RunResult:
     """Create a queued run with its quota reserved (QuotaExceeded); enqueue after commit.
-    ``notify``: nobody will wait for it, so its end is to be announced by an event."""
+    ``notify``: nobody will wait for it, so its end is to be announced by an event.
+    ``embed_id`` and ``address``: an agency's widget's run, as ``run_inline`` takes them."""
     moment = clock.now()
     reservation = _reserve(context, moment, 0, admit)
     run = _new_run(context, tool, inputs, "queued", moment)
     run.notify = notify
+    if embed_id is not None:
+        run.source, run.embed_id, run.web_address = "embed", embed_id, address
     db.session.add(run)
     db.session.flush()
     return RunResult(run, reservation)
@@ -504,6 +514,10 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
         allowance.release_run(run)  # a workflow's steps hold no allowance
     elif status != "succeeded" and not run.sandbox and run.api_key_id:
         quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
+    if status != "succeeded" and run.source == "embed":
+        from services import embeds  # it runs through this module
+
+        embeds.release_run(run)  # the widget's day caps, as an inline run gives them back
     return True
 
 

@@ -5,9 +5,12 @@ output, framed only by its allowed origins) and the loader script ``/embed/v1/lo
 The page runs in a third-party iframe, where cookies do not work: it reads no session and
 sets no cookie. What authorises a run instead is the signed token the page carries (15
 minutes, bound to the widget and its public id: services/embeds.py), so this blueprint is
-not the site's (no session CSRF check). Its answers carry the site's CSP with
-``frame-ancestors`` set to exactly the widget's origins; an unknown, disabled or rotated-away
-public id gets one fixed empty answer, so ids cannot be probed.
+not the site's (no session CSRF check). A queued tool's run is shown at
+``/embed/<public id>/runs/<run id>?token=<run token>`` (its progress, polled by htmx as the
+site's run pages are, then its output and files), the token bound to the widget and that
+run; any other run id, or another token, gets the empty answer. Its answers carry the
+site's CSP with ``frame-ancestors`` set to exactly the widget's origins; an unknown,
+disabled or rotated-away public id gets one fixed empty answer, so ids cannot be probed.
 """
 
 from __future__ import annotations
@@ -15,12 +18,17 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from flask import Blueprint, make_response, render_template, request
+from flask import Blueprint, make_response, redirect, render_template, request, url_for
 from markupsafe import Markup
 
+from blueprints.site import prefill
 from blueprints.site.forms import form_fields, read_form
 from blueprints.site.output import blocks, raw_json
+from extensions import db
+from jobs.runs import fail_abandoned_run, run_tool_job
+from models import TERMINAL_STATES, Run
 from services import embeds, inputs, runs
+from services.queue import dispatcher
 
 bp = Blueprint("embed", __name__)
 
@@ -28,6 +36,9 @@ LOADER = Path(__file__).resolve().parents[2] / "static" / "embed" / "v1" / "load
 # The empty answer: the same for every id that shows nothing, whatever the reason.
 EMPTY_STATUS = 404
 EMPTY_BODY = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Not available</title></head><body></body></html>\n'  # noqa: E501
+# A widget's queued run still going after this long is failed (as the API's: its quota and
+# the widget's caps given back).
+RUN_TIMEOUT = 600
 
 
 def _csp(frame_ancestors: str) -> str:
@@ -70,6 +81,7 @@ def _page(widget: embeds.Live, status: int = 200, **context):
         ),
         has_files=any(field.kind == "file" for field in fields),
         site_url=embeds.base_url(),
+        available=tool.unavailable_reason is None,
         **context,
     )
     return _headers(make_response(body, status), embeds.frame_ancestors(widget.embed))
@@ -128,6 +140,8 @@ def run(public_id: str):
     except BaseException:
         embeds.release(ticket)
         raise
+    if tool.queue and not found.key.sandbox:  # a sandbox key's sample answers at once
+        return _queue(found, stored, visitor, ticket, read)
     try:
         result = embeds.run(found, stored, visitor, ticket)
     except embeds.CapReached as capped:
@@ -144,9 +158,106 @@ def run(public_id: str):
         found,
         values=read.shown,
         run=result.run,
-        output=blocks(tool, output, _no_files),
+        output=blocks(tool, output, _file_url),
         raw=raw_json(output),
     )
+
+
+def _queue(found: embeds.Live, stored: dict, visitor: str, ticket: embeds.Ticket, read):
+    """Submit the widget's queued run (as the API submits its key's) and show its page."""
+    try:
+        run = embeds.submit(found, stored, visitor, ticket)
+    except embeds.CapReached as capped:
+        return _capped(found, read, capped)
+    dispatcher().enqueue(
+        run_tool_job, run.id, job_id=run.id, timeout=RUN_TIMEOUT, on_failure=fail_abandoned_run
+    )
+    return redirect(_run_url(found, run.id), 303)
+
+
+def _run_url(found: embeds.Live, run_id: str, endpoint: str = "embed.run_page") -> str:
+    return url_for(
+        endpoint,
+        public_id=found.embed.public_id,
+        run_id=run_id,
+        token=embeds.make_token(found.embed, run_id),
+    )
+
+
+def _widget_run(public_id: str, run_id: str, token: str | None):
+    """The live widget and its run ``run_id`` shown by a run's ``token``; None for anything
+    else (an unknown widget or run, another widget's run, a wrong or expired token)."""
+    found = embeds.live(public_id)
+    if found is None:
+        return None
+    try:
+        embeds.check_token(found.embed, token, run_id=run_id)
+    except embeds.TokenRefused:
+        return None
+    run = embeds.find_run(found.embed, run_id)
+    return None if run is None else (found, run)
+
+
+def _run_context(found: embeds.Live, run: Run) -> dict:
+    output = None
+    if run.status == "succeeded" and run.output is not None:
+        output = blocks(found.tool, run.output, _file_url)
+    return {
+        "run": run,
+        "output": output,
+        "raw": raw_json(run.output) if run.output is not None else None,
+        "finished": run.status in TERMINAL_STATES,
+        # A fresh token with each answer: a widget polling a long run keeps seeing it.
+        "status_url": _run_url(found, run.id, "embed.run_status"),
+        "page_url": _run_url(found, run.id),
+        "cancel_url": url_for("embed.cancel_run", public_id=found.embed.public_id, run_id=run.id),
+        "run_token": embeds.make_token(found.embed, run.id),
+    }
+
+
+@bp.get("/embed/<public_id>/runs/<run_id>")
+def run_page(public_id: str, run_id: str):
+    """A queued run of the widget: its progress (polled), then its output and files."""
+    shown = _widget_run(public_id, run_id, request.args.get("token"))
+    if shown is None:
+        return empty_answer()
+    found, run = shown
+    return _page(found, values=_shown_values(found, run), **_run_context(found, run))
+
+
+@bp.get("/embed/<public_id>/runs/<run_id>/status")
+def run_status(public_id: str, run_id: str):
+    """The run's status region, which the widget's page polls (htmx) until the run ends."""
+    shown = _widget_run(public_id, run_id, request.args.get("token"))
+    if shown is None:
+        return empty_answer()
+    return _status_region(*shown)
+
+
+def _status_region(found: embeds.Live, run: Run):
+    body = render_template("embed/_run_status.html", **_run_context(found, run))
+    return _headers(make_response(body), embeds.frame_ancestors(found.embed))
+
+
+@bp.post("/embed/<public_id>/runs/<run_id>/cancel")
+def cancel_run(public_id: str, run_id: str):
+    """Cancel the widget's run if it is still going (its quota and caps are given back)."""
+    shown = _widget_run(public_id, run_id, request.form.get("token"))
+    if shown is None:
+        return empty_answer()
+    found, run = shown
+    if runs.cancel(run):
+        db.session.commit()
+    else:
+        db.session.rollback()
+    if request.headers.get("HX-Request"):
+        return _status_region(found, run)
+    return redirect(_run_url(found, run_id), 303)
+
+
+def _shown_values(found: embeds.Live, run: Run) -> dict:
+    """The form's values on the run's page: the run's inputs, as "run again" fills them."""
+    return prefill.run_values(found.tool, run.input) if isinstance(run.input, dict) else {}
 
 
 def _capped(found: embeds.Live, read, capped: embeds.CapReached):
@@ -155,9 +266,10 @@ def _capped(found: embeds.Live, read, capped: embeds.CapReached):
     return response
 
 
-def _no_files(file: dict) -> str:
-    """Embeddable tools make no files (services/embeds.embeddable_reason)."""
-    return "#"
+def _file_url(file: dict) -> str:
+    """A file a widget's run made, served as the API serves its account's files (the URL
+    an unguessable capability), from this origin: the widget's CSP allows it ('self')."""
+    return url_for("files.FileById", file_id=file["id"])
 
 
 @lru_cache(maxsize=1)

@@ -38,9 +38,15 @@ def tool_values(tool: Tool) -> dict | None:
     run = _visible_run(request.args.get("from_run", "").strip())
     if not isinstance(run, Run) or run.tool_slug != tool.slug or not isinstance(run.input, dict):
         return None
+    return run_values(tool, run.input)
+
+
+def run_values(tool: Tool, inputs: dict) -> dict:
+    """A run's stored ``inputs`` as the tool's form shows them (files are chosen again:
+    their fields stay empty). The widget's run page fills its form with it too."""
     return {
         name: value
-        for name, value in run.input.items()
+        for name, value in inputs.items()
         if name not in tool.binary_inputs and not (isinstance(value, dict) and "file_id" in value)
     }
 

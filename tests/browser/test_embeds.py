@@ -174,3 +174,48 @@ def test_an_agency_widget_runs_on_an_allowed_origin_and_is_refused_elsewhere(
             _shoot(elsewhere, "refused-origin")
         finally:
             context.close()
+
+
+def test_a_queued_tool_making_a_file_runs_in_the_widget(
+    site, open_new_visitor, signed_up_user, tmp_path
+):
+    """Text to speech (queued, on the embedded default's in-process queue; it makes an audio
+    file): the widget shows the run's progress in its status region, then the audio player,
+    whose file plays from this service inside the other origin's page."""
+    agency = open_new_visitor("agency-queued")
+    signed_up_user(agency, plan="agency")
+    _create_live_key(agency)
+    page = agency.page
+    with host_page(tmp_path / "queued", "<!doctype html><title>wait</title>") as allowed:
+        agency.goto("/account/embeds/")
+        page.get_by_label("Tool", exact=True).select_option("text-to-speech")
+        page.get_by_label("Allowed origins", exact=True).fill(allowed)
+        page.get_by_role("button", name="Create widget").click()
+        expect(page.get_by_role("heading", name="Text to Speech")).to_be_visible()
+        snippet = page.locator("#embed-snippet").inner_text()
+
+        (tmp_path / "queued" / "index.html").write_text(_page_with(snippet))
+        shopper = open_new_visitor("shopper-queued")
+        shopper.page.goto(allowed + "/")
+        frame = shopper.page.frame_locator("iframe[title='Text to Speech']")
+        frame.get_by_label("Text").fill("Welcome to the shop.")
+        frame.get_by_role("button", name="Run Text to Speech").click()
+        status = frame.get_by_role("status")
+        expect(status).to_be_visible()
+        expect(status.get_by_role("button", name="Cancel")).to_have_count(1, timeout=5000)
+        expect(status).to_contain_text("Done", timeout=30_000)
+        audio = frame.locator("#run-status audio")
+        expect(audio).to_have_count(1)
+        # The player's file loads from this service (its duration known once it has).
+        duration = audio.evaluate(
+            "element => new Promise(done => element.readyState > 0 ? done(element.duration)"
+            " : element.addEventListener('loadedmetadata', () => done(element.duration)))"
+        )
+        assert duration > 0.3
+        _shoot(shopper.page, "queued")
+        assert _axe(shopper.page) == []
+    rows = site.query(
+        "select source, status from runs"
+        " where tool_slug = 'text-to-speech' and embed_id is not null"
+    )
+    assert rows == [("embed", "succeeded")]

@@ -50,9 +50,10 @@ _NOT_FOUND = problem_responses(404)
 _NOT_FOUND["404"]["description"] = "No widget of this account has this id [embed_not_found]."
 _INVALID = problem_responses(422)
 _INVALID["422"]["description"] = (
-    "An unknown tool, a tool the plan cannot run or that cannot be embedded (queued, or "
-    "making files), an origin that is not exactly `scheme://host[:port]`, a cap out of its "
-    "range, or an unknown field; `errors` lists them per field [validation_failed]."
+    "An unknown tool, a tool the plan cannot run or that cannot run on this deployment (a "
+    "model provider it needs is not configured), an origin that is not exactly "
+    "`scheme://host[:port]`, a cap out of its range, or an unknown field; `errors` lists "
+    "them per field [validation_failed]."
 )
 _READ_ERRORS = (401, 402, 403, 429)
 _WRITE_ERRORS = (400, 401, 402, 403, 413, 415, 429)

@@ -32,8 +32,9 @@ class EmbedCreateSchema(ma.Schema):
     tool = ma.fields.String(
         required=True,
         metadata={
-            "description": "The slug of a tool the account's plan runs, one that answers at "
-            "once (queued tools, and tools that make files, cannot be embedded)."
+            "description": "The slug of a tool the account's plan runs and this deployment "
+            "can run (queued tools and tools that make files included: the widget shows the "
+            "run's progress, then its output and files)."
         },
     )
     allowed_origins = ma.fields.List(

@@ -148,6 +148,11 @@ def _tools() -> list:
     )
 
 
+def _tool_label(tool) -> str:
+    """A tool as the picker names it: queued tools (they take a while) say so."""
+    return f"{tool.name} (queued)" if tool.queue else tool.name
+
+
 def _form_values(form, *, creating: bool) -> dict:
     """What the form sent, as services/embeds.clean takes it: the origins one per line
     (or separated by spaces or commas), the caps as text, enabled a checkbox."""
@@ -190,7 +195,7 @@ def _list_page(status: int = 200, *, errors: dict | None = None, values: dict | 
         agency=_agency(),
         manage=_may_manage(),
         not_agency=_NOT_AGENCY,
-        tool_options=[(tool.slug, tool.name) for tool in _tools()] if _may_manage() else [],
+        tool_options=[(tool.slug, _tool_label(tool)) for tool in _tools()] if _may_manage() else [],
         key_options=_key_options() if _may_manage() else [],
         caps=embeds.CAPS,
         cap_labels=embeds.CAP_LABELS,

@@ -75,10 +75,23 @@ def test_an_owner_creates_a_widget_and_sees_its_snippet(client, agency_owner):
     assert 'data-copy="embed-snippet"' in shown
 
 
+def test_the_picker_offers_queued_and_file_tools_but_not_those_that_cannot_run_here(
+    client, agency_owner
+):
+    html = page(client, "/account/embeds/").get_data(as_text=True)
+    assert re.search(r'value="abstractive-summarizer" *>Abstractive Summarizer \(queued\)<', html)
+    assert re.search(r'value="qr-code-generator" *>QR Code Generator<', html)  # makes files
+    assert 'value="app-icon-generator"' not in html  # no image provider in the tests
+    _signed, key = agency_owner
+    created = post(client, "/account/embeds/", **create_form(key.id, tool="audio-trimmer"))
+    assert created.status_code == 303
+    assert db.session.scalars(db.select(Embed)).one().tool_slug == "audio-trimmer"
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "message"),
     [
-        ({"tool": "abandoned-cart-email-series"}, "tool", "Only tools that answer at once"),
+        ({"tool": "app-icon-generator"}, "tool", "This tool cannot run on this deployment"),
         ({"allowed_origins": "https://*.example.com"}, "allowed_origins", "Wildcards"),
         ({"allowed_origins": "https://a.example/path"}, "allowed_origins", "no path"),
         ({"per_minute": "0"}, "per_minute", "Must be a whole number from 1 to 600."),
