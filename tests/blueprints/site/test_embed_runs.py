@@ -299,3 +299,34 @@ def test_a_model_tool_and_an_image_tool_run_through_the_widget_on_the_embedded_q
     image = client.get(src)
     assert image.status_code == 200 and image.mimetype.startswith("image/")
     assert fake.calls("/v1/images/generations")
+
+
+def test_nothing_a_queued_run_shows_holds_the_key(client, queued):
+    """The run's page, its status, its cancel and the scripts they load never carry the
+    agency's key (its raw value, hash or hint)."""
+    account = accounts.create_account(f"queued-agency{next(_emails)}@example.com", "agency")
+    key, raw = keys.create_key(account, "widgets")
+    db.session.commit()
+    embed = new_embed((account, key))
+    posted = post_run(client, embed, text="a b c")
+    location = posted.headers["Location"]
+    run_id = _run_id(location)
+    page = client.get(location)
+    html = page.get_data(as_text=True)
+    status_url = re.search(r'hx-get="([^"]+)"', html).group(1).replace("&amp;", "&")
+    answers = [posted, page, client.get(status_url)]
+    run_tool_job(run_id)
+    answers.append(client.get(status_url))
+    token = parse_qs(urlsplit(location).query)["token"][0]
+    answers.append(
+        client.post(f"/embed/{embed.public_id}/runs/{run_id}/cancel", data={"token": token})
+    )
+    scripts = sorted(set(re.findall(r'src="(/static/[^"]+)"', html)))
+    assert "/static/vendor/htmx/htmx.min.js" in scripts
+    served = [a.get_data(as_text=True) + str(a.headers) for a in answers]
+    for path in scripts:
+        with client.get(path) as script:  # a static file's answer holds it open
+            served.append(script.get_data(as_text=True))
+    for text in served:
+        for secret in (raw, key.key_hash, key.hint, raw[4:], key.id):
+            assert secret not in text
