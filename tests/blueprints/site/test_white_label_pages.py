@@ -235,6 +235,16 @@ def test_hide_powered_by_removes_the_line(app, client, sign_in):
     assert "Acme" in text and "Powered by" not in text
 
 
+def test_a_brand_that_only_hides_powered_by_draws_no_empty_header_band(app, client, sign_in):
+    signed = sign_in(plan="agency")
+    white_label.save(signed.account.id, {"hide_powered_by": True})
+    db.session.commit()
+    share_id = share(client, make_run(signed.account))
+    forget_request_state()
+    text = app.test_client().get(f"/r/{share_id}").text
+    assert "brand-header" not in text and "Powered by" not in text
+
+
 @pytest.mark.parametrize("plan", ["pro", "business"])
 def test_below_agency_a_shared_run_has_the_site_s_look(app, client, sign_in, plan):
     signed = sign_in(plan=plan)
