@@ -149,10 +149,7 @@ def run(public_id: str):
     except runs.RunFailed as failed:
         runs.end_transaction()
         status = {"input": 422, "provider": 503}.get(failed.kind, 500)
-        message = failed.message if failed.kind == "input" else (
-            "The tool could not finish this run. Try again in a moment."
-        )  # fmt: skip
-        return refused(status, message)
+        return refused(status, _failure(failed.kind, failed.message))
     output = result.run.output or {}
     return _page(
         found,
@@ -198,12 +195,24 @@ def _widget_run(public_id: str, run_id: str, token: str | None):
     return None if run is None else (found, run)
 
 
+def _failure(kind: str, message: str) -> str:
+    """What a visitor of the widget reads of a failed run: the tool's word on its input,
+    else nothing of the provider's or the service's (the agency's concern, not theirs)."""
+    if kind == "input":
+        return message
+    return "The tool could not finish this run. Try again in a moment."
+
+
 def _run_context(found: embeds.Live, run: Run) -> dict:
+    """What the status region (templates/site/_run_status.html) shows of a widget's run."""
     output = None
     if run.status == "succeeded" and run.output is not None:
         output = blocks(found.tool, run.output, _file_url)
+    error = run.error or {}
     return {
         "run": run,
+        "failure": _failure(error.get("code", ""), error.get("message", "")),
+        "given_back": "It did not count against this tool's limits.",
         "output": output,
         "raw": raw_json(run.output) if run.output is not None else None,
         "finished": run.status in TERMINAL_STATES,
@@ -235,7 +244,7 @@ def run_status(public_id: str, run_id: str):
 
 
 def _status_region(found: embeds.Live, run: Run):
-    body = render_template("embed/_run_status.html", **_run_context(found, run))
+    body = render_template("site/_run_status.html", **_run_context(found, run))
     return _headers(make_response(body), embeds.frame_ancestors(found.embed))
 
 

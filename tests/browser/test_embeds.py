@@ -203,7 +203,7 @@ def test_a_queued_tool_making_a_file_runs_in_the_widget(
         status = frame.get_by_role("status")
         expect(status).to_be_visible()
         expect(status.get_by_role("button", name="Cancel")).to_have_count(1, timeout=5000)
-        expect(status).to_contain_text("Done", timeout=30_000)
+        expect(status).to_contain_text("done", timeout=30_000)
         audio = frame.locator("#run-status audio")
         expect(audio).to_have_count(1)
         # The player's file loads from this service (its duration known once it has).

@@ -100,7 +100,7 @@ def test_a_queued_run_goes_from_the_widgets_post_to_its_output(client, queued):
     )
     assert page.headers["Cache-Control"] == "no-store" and "Set-Cookie" not in page.headers
     html = page.get_data(as_text=True)
-    assert 'role="status"' in html and "Waiting in the queue" in html
+    assert 'role="status"' in html and "waiting in the queue" in html
     status_url = re.search(r'hx-get="([^"]+)" hx-trigger="every 1s"', html).group(1)
     status_url = status_url.replace("&amp;", "&")
     assert status_url.startswith(f"/embed/{embed.public_id}/runs/{run_id}/status?token=")
@@ -116,7 +116,8 @@ def test_a_queued_run_goes_from_the_widgets_post_to_its_output(client, queued):
     assert status.status_code == 200
     fragment = status.get_data(as_text=True)
     assert fragment.lstrip().startswith('<div id="run-status" role="status"')
-    assert "Done" in fragment and "Result" in fragment and "hx-trigger" not in fragment
+    assert 'state-succeeded">done<' in fragment and "Result" in fragment
+    assert "hx-trigger" not in fragment and "Run it again" not in fragment
     assert status.headers["Content-Security-Policy"].endswith(
         "frame-ancestors https://client.example.com"
     )
@@ -193,7 +194,7 @@ def test_cancel_gives_back_the_quota_and_the_visitors_run(client, queued):
     assert canceled.status_code == 303
     assert db.session.get(Run, run_id, populate_existing=True).status == "canceled"
     html = client.get(canceled.headers["Location"]).get_data(as_text=True)
-    assert "Canceled" in html and "did not count against this tool" in html
+    assert 'state-canceled">canceled<' in html and "did not count against this tool" in html
     assert quota.store().usage(key.id, clock.now()).calls == 0
     run_tool_job(run_id)  # the job finds it canceled: nothing runs
     assert db.session.get(Run, run_id, populate_existing=True).status == "canceled"
@@ -222,7 +223,7 @@ def test_a_failed_queued_run_gives_everything_back(client, queued, monkeypatch):
     run_id = _run_id(location)
     run_tool_job(run_id)
     html = client.get(location).get_data(as_text=True)
-    assert "Failed" in html and "The tool could not finish this run." in html
+    assert 'state-failed">failed<' in html and "The tool could not finish this run." in html
     assert "10.0.0.7" not in html
     assert quota.store().usage(key.id, clock.now()).calls == 0
     assert db.session.scalars(db.select(UsageEvent).where(UsageEvent.run_id == run_id)).all() == []
@@ -288,7 +289,7 @@ def test_a_model_tool_and_an_image_tool_run_through_the_widget_on_the_embedded_q
     assert answer.status_code == 303
     page = client.get(answer.headers["Location"]).get_data(as_text=True)
     done = _until_done(client, page)
-    assert "Done" in done and "Result" in done
+    assert 'state-succeeded">done<' in done and "Result" in done
     run = db.session.get(Run, _run_id(answer.headers["Location"]), populate_existing=True)
     assert (run.status, run.source, run.embed_id) == ("succeeded", "embed", text_widget.id)
 
