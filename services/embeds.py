@@ -582,11 +582,7 @@ def run(widget: Live, inputs: dict, visitor: str, ticket: Ticket) -> runs.RunRes
         )
     except runs.QuotaExceeded:
         release(ticket)
-        raise CapReached(
-            "quota",
-            "This tool cannot run any more today. It works again tomorrow (from 00:00 UTC).",
-            clock.seconds_to_midnight(),
-        ) from None
+        raise _quota_reached() from None
     except runs.RunFailed:
         release(ticket)
         raise
@@ -612,16 +608,21 @@ def submit(widget: Live, inputs: dict, visitor: str, ticket: Ticket) -> Run:
     except runs.QuotaExceeded:
         db.session.rollback()
         release(ticket)
-        raise CapReached(
-            "quota",
-            "This tool cannot run any more today. It works again tomorrow (from 00:00 UTC).",
-            clock.seconds_to_midnight(),
-        ) from None
+        raise _quota_reached() from None
     except BaseException:
         db.session.rollback()
         release(ticket)
         raise
     return result.run
+
+
+def _quota_reached() -> CapReached:
+    """The widget's key has used its daily quota: nothing runs until 00:00 UTC."""
+    return CapReached(
+        "quota",
+        "This tool cannot run any more today. It works again tomorrow (from 00:00 UTC).",
+        clock.seconds_to_midnight(),
+    )
 
 
 def find_run(embed: Embed, run_id: object) -> Run | None:

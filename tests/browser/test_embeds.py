@@ -88,6 +88,22 @@ def _create_live_key(visitor) -> None:
     page.get_by_role("heading", name="Your new key Widgets").wait_for()
 
 
+def _create_widget(
+    visitor, slug: str, name: str, origin: str, per_visitor: str | None = None
+) -> str:
+    """A widget of ``slug`` for ``origin`` made on the account page; its snippet."""
+    page = visitor.page
+    visitor.goto("/account/embeds/")
+    expect(page.get_by_role("heading", name="Create a widget")).to_be_visible()
+    page.get_by_label("Tool", exact=True).select_option(slug)
+    page.get_by_label("Allowed origins", exact=True).fill(origin)
+    if per_visitor is not None:
+        page.get_by_label("Runs per visitor per day", exact=True).fill(per_visitor)
+    page.get_by_role("button", name="Create widget").click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    return page.locator("#embed-snippet").inner_text()
+
+
 def test_an_agency_widget_runs_on_an_allowed_origin_and_is_refused_elsewhere(
     site, browser, open_new_visitor, signed_up_user, tmp_path
 ):
@@ -98,14 +114,7 @@ def test_an_agency_widget_runs_on_an_allowed_origin_and_is_refused_elsewhere(
 
     # Another origin: known before the widget is made (its port), the page written after.
     with host_page(tmp_path / "allowed", "<!doctype html><title>wait</title>") as allowed:
-        agency.goto("/account/embeds/")
-        expect(page.get_by_role("heading", name="Create a widget")).to_be_visible()
-        page.get_by_label("Tool", exact=True).select_option("word-counter")
-        page.get_by_label("Allowed origins", exact=True).fill(allowed)
-        page.get_by_label("Runs per visitor per day", exact=True).fill("1")
-        page.get_by_role("button", name="Create widget").click()
-        expect(page.get_by_role("heading", name="Word Counter")).to_be_visible()
-        snippet = page.locator("#embed-snippet").inner_text()
+        snippet = _create_widget(agency, "word-counter", "Word Counter", allowed, per_visitor="1")
         assert snippet.count("\n") == 1 and "/embed/v1/loader.js" in snippet
         public_id = snippet.split('data-svc-embed="')[1].split('"')[0]
         _shoot(page, "account")
@@ -185,14 +194,8 @@ def test_a_queued_tool_making_a_file_runs_in_the_widget(
     agency = open_new_visitor("agency-queued")
     signed_up_user(agency, plan="agency")
     _create_live_key(agency)
-    page = agency.page
     with host_page(tmp_path / "queued", "<!doctype html><title>wait</title>") as allowed:
-        agency.goto("/account/embeds/")
-        page.get_by_label("Tool", exact=True).select_option("text-to-speech")
-        page.get_by_label("Allowed origins", exact=True).fill(allowed)
-        page.get_by_role("button", name="Create widget").click()
-        expect(page.get_by_role("heading", name="Text to Speech")).to_be_visible()
-        snippet = page.locator("#embed-snippet").inner_text()
+        snippet = _create_widget(agency, "text-to-speech", "Text to Speech", allowed)
 
         (tmp_path / "queued" / "index.html").write_text(_page_with(snippet))
         shopper = open_new_visitor("shopper-queued")

@@ -21,6 +21,8 @@ from extensions import db
 from jobs.runs import run_tool_job
 from models import Embed, Run, StoredFile, UsageEvent
 from services import accounts, clock, embeds, keys, quota
+from tests.blueprints.site import test_embed_widget as widget_test
+from tests.blueprints.site.test_embed_widget import token_of
 from tests.conftest import embedded_app_at
 from tests.fakes import FakeOpenAI
 
@@ -37,14 +39,7 @@ def _agency():
 
 def new_embed(agency, **values) -> Embed:
     account, key = agency
-    values = {"tool": "word-counter", "allowed_origins": ["https://client.example.com"], **values}
-    embed = embeds.create(account, key.id, embeds.clean(values, account, creating=True))
-    db.session.commit()
-    return embed
-
-
-def token_of(page: str) -> str:
-    return re.search(r'name="token" value="([^"]+)"', page).group(1)
+    return widget_test.new_embed((account, key, None), **values)
 
 
 def post_run(client, embed: Embed, **data):
