@@ -185,6 +185,16 @@ def test_bad_values_are_422_with_field_messages(client, body, errors):
     assert db.session.scalar(db.select(db.func.count(Embed.id))) == 0
 
 
+@pytest.mark.parametrize(
+    "tool",
+    ["abandoned-cart-email-series", "qr-code-generator", "text-to-speech"],  # queued, files, both
+)
+def test_queued_tools_and_tools_that_make_files_can_be_embedded(client, tool):
+    answer = create(client, new_key(), tool=tool)
+    assert answer.status_code == 201, answer.get_json()
+    assert answer.get_json()["tool"] == tool
+
+
 def test_create_needs_tool_and_origins(client):
     raw = new_key()
     answer = client.post("/v1/embeds", json={}, headers=auth(raw))
