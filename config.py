@@ -129,6 +129,8 @@ class Config:
     ASSISTANT_MAX_QUESTION_CHARS = 500
     ASSISTANT_VISITOR_LIMIT = "20/10 minutes"
     ASSISTANT_ADDRESS_LIMIT = "60/10 minutes"
+    # Sign-ups from one client address (flask-limiter syntax); each email also has 3 an hour.
+    SIGNUP_ADDRESS_LIMIT = "10/hour"
     # Proxies in front of the app whose X-Forwarded-For is trusted (1 on Heroku's router);
     # 0 takes the client address from the connection. Never more than really are there:
     # a client could then choose its own address.
@@ -200,7 +202,11 @@ class Config:
             },
             **{
                 name: os.environ[name]
-                for name in ("ASSISTANT_VISITOR_LIMIT", "ASSISTANT_ADDRESS_LIMIT")
+                for name in (
+                    "ASSISTANT_VISITOR_LIMIT",
+                    "ASSISTANT_ADDRESS_LIMIT",
+                    "SIGNUP_ADDRESS_LIMIT",
+                )
                 if os.environ.get(name)
             },
         }

@@ -15,6 +15,7 @@ import time
 
 from flask import (
     abort,
+    current_app,
     flash,
     g,
     make_response,
@@ -39,10 +40,11 @@ from extensions import db, limiter
 from services import users
 from services.mail import MailFailed
 
-# (what, limit): per client address, and per email where one is given.
+# (what, limit): per client address, and per email where one is given. Sign-ups per
+# address are the setting SIGNUP_ADDRESS_LIMIT (an event behind one address may need more).
 _LIMITS = {
     "login": ("30/10 minutes", "10/15 minutes"),
-    "signup": ("10/hour", "3/hour"),
+    "signup": ("SIGNUP_ADDRESS_LIMIT", "3/hour"),
     "reset": ("10/hour", "3/hour"),
     "resend": ("10/hour", "3/hour"),
     "reauth": ("20/10 minutes", None),
@@ -63,6 +65,7 @@ def _spend(action: str, email: str | None = None) -> None:
     """Count one attempt of ``action`` from this address (and for this email); raises
     TooManyAttempts past either limit."""
     per_address, per_email = _LIMITS[action]
+    per_address = current_app.config.get(per_address, per_address)
     checks = [(per_address, request.remote_addr or "unknown")]
     if per_email and email:
         digest = hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
