@@ -259,20 +259,50 @@ def _deployment_env() -> dict:
     }
 
 
-@pytest.fixture
-def rq_worker(app):
-    """A real RQ worker process (``flask --app app worker``) on the test database and Redis."""
+def start_worker(env: dict, log_path: Path | None = None) -> subprocess.Popen:
+    """``flask --app app worker`` with ``env``, in its own session (it forks RQ's scheduler,
+    and a signal to the group reaches both); its output goes to ``log_path``."""
     flask = Path(sys.executable).with_name("flask")
-    process = subprocess.Popen(
-        [str(flask), "--app", "app", "worker"],
-        cwd=ROOT,
-        env=_deployment_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    out = log_path.open("w") if log_path else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            [str(flask), "--app", "app", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    finally:
+        if log_path:
+            out.close()
+
+
+def stop_worker(process: subprocess.Popen, log_path: Path | None = None, timeout=20.0) -> None:
+    """SIGTERM to a worker from ``start_worker`` and its scheduler, as a platform stops it.
+    One that has not ended within ``timeout`` seconds is killed and fails the test with
+    the end of its log: a worker must stop when asked."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            tail = log_path.read_text()[-6000:] if log_path else "(not logged)"
+            pytest.fail(f"flask worker did not stop {timeout:.0f} s after SIGTERM; log:\n{tail}")
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # anything it left behind
+
+
+@pytest.fixture
+def rq_worker(app, tmp_path):
+    """A real RQ worker process (``flask --app app worker``) on the test database and Redis."""
+    log_path = tmp_path / "rq_worker.log"
+    process = start_worker(_deployment_env(), log_path)
     yield process
-    process.terminate()
-    process.wait(timeout=20)
+    stop_worker(process, log_path)
 
 
 @pytest.fixture

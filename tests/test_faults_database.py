@@ -4,10 +4,6 @@ themselves."""
 
 import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,7 +12,16 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from models import ApiKey, Run
-from tests.conftest import ROOT, _clean, _deployment_env, app_config, auth, needs_pg, needs_redis
+from tests.conftest import (
+    _clean,
+    _deployment_env,
+    app_config,
+    auth,
+    needs_pg,
+    needs_redis,
+    start_worker,
+    stop_worker,
+)
 from tests.fakes import FakeOpenAI
 from tests.fakes.postgres_server import PrivatePostgres
 from tests.fakes.webhook_receiver import Receiver
@@ -55,7 +60,6 @@ def provider():
 @pytest.fixture
 def worker(private_pg, provider, tmp_path):
     """``flask --app app worker`` on the private server; stopped at the end."""
-    flask = os.path.join(os.path.dirname(sys.executable), "flask")
     env = {
         **_deployment_env(),
         "DATABASE_URL": private_pg.url,
@@ -63,21 +67,9 @@ def worker(private_pg, provider, tmp_path):
         "FETCH_ALLOW_PRIVATE": "1",
         "SWEEP_INTERVAL_SECONDS": "0.5",
     }
-    with (tmp_path / "worker.log").open("w") as log:
-        process = subprocess.Popen(
-            [flask, "--app", "app", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
+    process = start_worker(env, tmp_path / "worker.log")
     yield process
-    if process.poll() is None:
-        process.terminate()
-        process.wait(timeout=20)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    stop_worker(process, tmp_path / "worker.log")
 
 
 def _until(check, seconds: float, message: str):

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -19,7 +18,7 @@ from rq.registry import StartedJobRegistry
 from extensions import db
 from models import ApiKey, Run
 from services import clock, quota
-from tests.conftest import ROOT, _deployment_env, auth, needs_pg, needs_redis
+from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
 from tests.fakes import FakeOpenAI
 from tests.fakes.webhook_receiver import Receiver
 
@@ -44,8 +43,7 @@ def provider():
 def workers(provider, tmp_path):
     """Start ``flask --app app worker`` processes on the test database and Redis; every one
     still alive is stopped at the end. Their logs go to ``tmp_path``."""
-    started: list[subprocess.Popen] = []
-    flask = os.path.join(os.path.dirname(sys.executable), "flask")
+    started: list[tuple[subprocess.Popen, Path]] = []
 
     def start(**settings: str) -> subprocess.Popen:
         env = {
@@ -54,27 +52,13 @@ def workers(provider, tmp_path):
             "FETCH_ALLOW_PRIVATE": "1",
             **settings,
         }
-        # Its own process group: the worker forks RQ's scheduler, and a killed machine
-        # takes both down.
-        with (tmp_path / f"worker{len(started)}.log").open("w") as log:
-            process = subprocess.Popen(
-                [flask, "--app", "app", "worker"],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-        started.append(process)
-        return process
+        log_path = tmp_path / f"worker{len(started)}.log"
+        started.append((start_worker(env, log_path), log_path))
+        return started[-1][0]
 
     yield start
-    for process in started:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=20)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+    for process, log_path in started:
+        stop_worker(process, log_path)
 
 
 def _until(check, seconds: float, message: str):

@@ -170,8 +170,22 @@ def work_until_stopped(new_worker, sleep=time.sleep) -> None:
         if time.monotonic() - started >= _RAN_A_WHILE:
             wait = _FIRST_WAIT
         log.warning("%s; a new worker starts in %.0f s", reason, wait)
+        # The last worker's handlers are still installed, and RQ's only takes note of a stop
+        # while its worker says it is busy (one that ended mid-job still does): the stop was
+        # lost, and the next worker ran on. While it waits, a stop ends the command.
+        previous = {signum: signal.signal(signum, _stop) for signum in _STOP_SIGNALS}
         try:
             sleep(wait)
-        except StopRequested:  # the last worker's signal handlers are still installed
+        except StopRequested:
             return
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         wait = min(wait * 2, _MOST_WAIT)
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _stop(_signum, _frame):
+    raise StopRequested()

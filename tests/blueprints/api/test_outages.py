@@ -3,12 +3,8 @@ started again on the same port), the database, and the model provider. Answers a
 503 problems with Retry-After, never 500s, and requests succeed again once the service is
 back, with no restart."""
 
-import contextlib
 import dataclasses
-import os
-import signal
 import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -25,13 +21,14 @@ from extensions import db
 from models import Run
 from services import clock, quota
 from tests.conftest import (
-    ROOT,
     _clean,
     _deployment_env,
     _free_port,
     app_config,
     auth,
     needs_pg,
+    start_worker,
+    stop_worker,
 )
 from tests.fakes import FakeOpenAI
 
@@ -194,28 +191,17 @@ def test_a_caller_waiting_when_redis_goes_gets_202_and_the_status_url(
 @pytest.fixture
 def worker_on(tmp_path):
     """``flask --app app worker`` on the test database and a given Redis."""
-    started: list[subprocess.Popen] = []
+    started: list[tuple[subprocess.Popen, Path]] = []
 
     def start(redis_url: str) -> subprocess.Popen:
-        flask = Path(sys.executable).with_name("flask")
-        env = {**_deployment_env(), "REDIS_URL": redis_url}
-        with (tmp_path / "worker.log").open("w") as log:
-            process = subprocess.Popen(
-                [str(flask), "--app", "app", "worker"],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # with RQ's scheduler, which it forks
-            )
-        started.append(process)
+        log_path = tmp_path / f"worker{len(started)}.log"
+        process = start_worker({**_deployment_env(), "REDIS_URL": redis_url}, log_path)
+        started.append((process, log_path))
         return process
 
     yield start
-    for process in started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+    for process, log_path in started:
+        stop_worker(process, log_path)
 
 
 @needs_pg

@@ -1,13 +1,10 @@
 """A workflow on real RQ worker processes, PostgreSQL and Redis (the production shape)."""
 
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, _deployment_env, auth, needs_pg, needs_redis
+from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
 from tests.fakes import FakeOpenAI
 
 REVIEWS = "Love the app, but calendar sync fails every few days.\nSupport was quick and kind."
@@ -22,18 +19,12 @@ def provider(monkeypatch):
 
 
 @pytest.fixture
-def second_worker(provider, rq_worker):
+def second_worker(provider, rq_worker, tmp_path):
     """One more worker process: steps of one run spread over several workers."""
-    process = subprocess.Popen(
-        [str(Path(sys.executable).with_name("flask")), "--app", "app", "worker"],
-        cwd=ROOT,
-        env=_deployment_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log_path = tmp_path / "second_worker.log"
+    process = start_worker(_deployment_env(), log_path)
     yield process
-    process.terminate()
-    process.wait(timeout=20)
+    stop_worker(process, log_path)
 
 
 @needs_pg

@@ -1,5 +1,8 @@
 """``flask worker``: a new RQ worker takes over from one that ended on an error."""
 
+import os
+import signal
+
 import redis
 from rq.exceptions import StopRequested
 
@@ -63,3 +66,19 @@ def test_a_stop_asked_for_while_starting_or_waiting_ends_the_command():
 
     made, _ = _run([None, "stop"], sleep=stopped)
     assert len(made) == 1
+
+
+def test_a_sigterm_while_waiting_ends_the_command_whatever_the_last_worker_left_installed():
+    """RQ's handler only takes note of a stop while its worker says it is busy; one that
+    ended mid-job left it installed, and the stop was lost: the next worker ran on."""
+    noted = []
+    before = signal.signal(signal.SIGTERM, lambda *_: noted.append("noted"))
+    try:
+        made, _ = _run([None, "stop"], sleep=lambda _s: os.kill(os.getpid(), signal.SIGTERM))
+        assert len(made) == 1  # no worker after the stop
+        assert noted == []
+        # The handler the command found is back once it ends.
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert noted == ["noted"]
+    finally:
+        signal.signal(signal.SIGTERM, before)
