@@ -18,9 +18,11 @@ reads the first as ``Any`` and the second as an alias of the item, losing the mo
 
 import copy
 import re
+import weakref
 from collections.abc import Callable
 
 from apispec import BasePlugin
+from apispec.exceptions import DuplicateComponentNameError
 from apispec.ext.marshmallow.common import resolve_schema_instance
 
 from blueprints.api.openapi.postman import SavedExample
@@ -142,19 +144,39 @@ def _examples_first(tools: list[Tool], slug: str | None) -> list[Tool]:
     return sorted(tools, key=lambda tool: tool.slug != slug)
 
 
+_COMPONENTS: dict[int, tuple[weakref.ref, dict[str, dict]]] = {}
+
+
+def tool_components(catalogue: Catalogue) -> dict[str, dict]:
+    """Every tool's dispatcher body and output component, and ``RunOutputByTool``, by
+    component name: made once per catalogue, shared by the apps of a process (read only)."""
+    known = _COMPONENTS.get(id(catalogue))
+    if known is not None and known[0]() is catalogue:
+        return known[1]
+    tools = list(catalogue)
+    components: dict[str, dict] = {}
+    for tool in tools:
+        components[component_name(tool)] = dispatch_body(tool)
+        components[component_name(tool, "ToolOutput")] = output_component(tool)
+    components[OUTPUT_BY_TOOL] = output_by_tool(tools)
+    key = id(catalogue)
+    _COMPONENTS[key] = (weakref.ref(catalogue, lambda _ref: _COMPONENTS.pop(key, None)), components)
+    return components
+
+
 class ToolSchemasPlugin(BasePlugin):
     def __init__(self, catalogue: Catalogue):
         self.catalogue = catalogue
 
     def init_spec(self, spec):
         self.spec = spec
-        tools = list(self.catalogue)
-        for tool in tools:
-            spec.components.schema(component_name(tool), component=dispatch_body(tool))
-            spec.components.schema(
-                component_name(tool, "ToolOutput"), component=output_component(tool)
-            )
-        spec.components.schema(OUTPUT_BY_TOOL, component=output_by_tool(tools))
+        # Made once per catalogue and set as they are: apispec's own way (a deep copy of
+        # each, then a walk resolving references they do not have) made these 925 schemas
+        # two fifths of every create_app().
+        for name, component in tool_components(self.catalogue).items():
+            if name in spec.components.schemas:
+                raise DuplicateComponentNameError(f"{name} is registered twice")
+            spec.components.schemas[name] = component
 
     def schema_helper(self, name, definition, schema=None, **kwargs):
         """``RunResult`` and ``RunRecord`` (a subclass) apply ``RunOutputByTool`` when
