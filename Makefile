@@ -39,11 +39,15 @@ run: $(VENV)/.installed
 	APP_ENV=development $(BIN)/flask --app app accounts demo
 	APP_ENV=development $(BIN)/flask --app app run --port $(PORT)
 
-# The whole suite, against PostgreSQL and Redis when they are reachable (required in CI).
+# The whole suite, against PostgreSQL and Redis when they are reachable (required in CI), on
+# TEST_PROCESSES processes (pytest-xdist): most of its time is waiting on servers, workers and
+# browsers, which two processes overlap on two cores (tests/conftest.py gives each its own
+# database and Redis database).
+TEST_PROCESSES ?= 2
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_PROCESSES)
 
 bench: setup
 	$(BIN)/python bench/api_overhead.py

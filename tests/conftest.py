@@ -27,9 +27,40 @@ from tests.fakes.webhook_receiver import Receiver
 # The fake S3 bucket and the app storing files there (``s3``, ``s3_app``).
 pytest_plugins = ("tests.fakes.s3_server",)
 
-PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _for_this_process(pg_url: str, redis_url: str) -> tuple[str, str]:
+    """The database and Redis database of this test process. `make test` runs the suite on
+    several processes (pytest-xdist): the first uses the configured ones, the others each a
+    database of its own (``<name>_gw<n>``, made when missing) and the Redis database
+    ``n`` below the configured one, since the tests empty theirs."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    if worker == 0:
+        return pg_url, redis_url
+    pg = sa.engine.make_url(pg_url)
+    own = f"{pg.database}_gw{worker}"
+    engine = sa.create_engine(pg, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            known = connection.execute(
+                sa.text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": own}
+            ).first()
+            if known is None:
+                connection.execute(sa.text(f'CREATE DATABASE "{own}"'))
+    except sa.exc.OperationalError:
+        pass  # unreachable: the checks below say so, and skip (or refuse in CI)
+    finally:
+        engine.dispose()
+    base, _, number = redis_url.rpartition("/")
+    redis_db = (int(number or 0) - worker) % 16
+    return pg.set(database=own).render_as_string(hide_password=False), f"{base}/{redis_db}"
+
+
+PG_URL, REDIS_URL = _for_this_process(
+    os.environ.get("TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"),
+    os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"),
+)
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = ("usage_events", "runs", "api_keys", "memberships", "users", "accounts")
 
