@@ -37,7 +37,9 @@ def _require_words(text: str) -> list[str]:
 
 
 def _capitalize(word: str) -> str:
-    return word[:1].upper() + word[1:]
+    """The first letter in title case, the rest as written. Title case, not upper case: a
+    ligature or digraph opens a word as "Fi" ("ﬁ"), "ǅ" ("ǆ"), where upper case is "FI", "Ǆ"."""
+    return word[:1].title() + word[1:]
 
 
 def _normal_word(word: str) -> str:

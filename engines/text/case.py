@@ -148,5 +148,5 @@ def _sentence_case(inputs: dict[str, Any]) -> dict[str, Any]:
         return word.lower()
 
     text = re.sub(r"[^\W\d_][\w'’-]*", word_case, text)
-    text = _SENTENCE_BREAK_RE.sub(lambda m: m.group(1) + m.group(2) + m.group(3).upper(), text)
+    text = _SENTENCE_BREAK_RE.sub(lambda m: m.group(1) + m.group(2) + _capitalize(m.group(3)), text)
     return {"text": text}

@@ -51,6 +51,17 @@ def test_sentence_case_keeps_acronyms_months_and_given_names(run):
     assert out["text"] == "Our new API ships in may. Ask Anna from Acme"
 
 
+def test_title_case_opens_a_ligature_or_digraph_in_title_case_not_upper_case(run):
+    # "ﬁ".upper() is "FI" and "ǆ".upper() "Ǆ": a word opens with "Fi" and "ǅ".
+    out = run("title-case-converter", text="the ﬁnest ﬂowers of ǆemal", style="chicago")
+    assert out["text"] == "The Finest Flowers of ǅemal"
+
+
+def test_sentence_case_opens_a_ligature_or_digraph_in_title_case(run):
+    out = run("sentence-case-converter", text="ﬁnest hour. ﬂowers bloom! ǆemal came; i left.")
+    assert out["text"] == "Finest hour. Flowers bloom! ǅemal came; I left."
+
+
 def test_typography_uses_the_locale_quotes_and_leaves_code_alone(run):
     out = run("typography-fixer", text='Er sagte "ja" -- `x = "y"`', locale="de")
     assert out["text"] == 'Er sagte „ja“—`x = "y"`'
