@@ -26,9 +26,12 @@ def measure() -> list[Figure]:
 
     every = list(range(len(items)))
     hard = [i for i, item in enumerate(items) if item["kind"] in HARD]
+    plain = [i for i, item in enumerate(items) if item["kind"] == "plain"]
     return [
         Figure("sentiment", "accuracy", accuracy(engine, every), accuracy(baseline, every),
                "VADER on the whole text", len(items)),
         Figure("sentiment", "accuracy (contrast/negation/mixed)", accuracy(engine, hard),
                accuracy(baseline, hard), "VADER on the whole text", len(hard)),
+        Figure("sentiment", "accuracy (plain)", accuracy(engine, plain),
+               accuracy(baseline, plain), "VADER on the whole text", len(plain)),
     ]  # fmt: skip

@@ -1,18 +1,137 @@
-"""``text.sentiment``: positive, negative or neutral, for the text and each sentence (VADER)."""
+"""``text.sentiment``: positive, negative or neutral, for the text and each sentence (VADER).
+
+VADER rates words and short phrases well, but summed over a whole text a concession can
+outvote the verdict ("Great graphics, but the game crashes every twenty minutes"), and its
+negation reaches only three words back. So each sentence is cut into clauses at contrast
+markers and each clause rated by VADER; the clauses are weighed as a reader weighs them
+(what follows "but", "however", "yet" or "nevertheless" more than what precedes it, the main
+clause more than the "although" or "despite" one) and summed as VADER sums word scores, then
+normalized as VADER normalizes, per sentence and for the whole text. Across sentences, one
+opening on a contrast marker ("However, ...") outweighs those before it, and the last
+sentence, where a review states its verdict, counts more.
+
+Two general changes to VADER itself: negation reaches to the end of its clause (the next
+punctuation mark or conjunction, the usual scope rule), and the regular inflections of the
+lexicon's words ("crash": "crashes", "crashed") carry their word's score when the lexicon has
+no entry of their own.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from engines import _text
 from engines.base import Engine, load_once
 
+# VADER's own weights around "but" (its _but_check): the part before counts half, the part
+# after half again. Also the weights of a conceding clause and of its main clause.
+CONCEDED, STRESSED = 0.5, 1.5
+# The last of several sentences, where reviews and tickets state their verdict.
+LAST_SENTENCE = 1.5
+# VADER's normalization constant (vaderSentiment.normalize's alpha).
+_ALPHA = 15.0
+
+# Markers that put the weight on what follows them: "but", "however", "nevertheless",
+# "nonetheless", "even so", "that said"; "yet" and "still" only at a clause's start (after a
+# comma, semicolon, dash or "and", or opening the sentence), not in "not yet", "still
+# waiting". "but also" adds, and "nothing/anything/all but" is no contrast.
+_SHIFT = re.compile(
+    r"(?<![\w'’-])(?:(?<!nothing )(?<!anything )(?<!all )but(?! also\b)|however"
+    r"|nevertheless|nonetheless|even so|that said|having said that"
+    r"|(?:(?<=^)|(?<=[,;:–—] )|(?<=\band ))(?:yet|still)(?=[ ,]))(?![\w'’-])",
+    re.IGNORECASE,
+)
+# Markers that open a conceding clause, which counts less than the main clause. A fronted
+# one ("Although X, Y") runs to the first comma; one after the main clause ("Y, although
+# X") to the end of the sentence. "While" concedes only opening the sentence.
+_CONCEDE = re.compile(
+    r"(?<![\w'’-])(?:even though|although|though|despite|in spite of|whereas|(?<=^)while)"
+    r"(?![\w'’-])",
+    re.IGNORECASE,
+)
+_EDGES = " ,;:–—-"
+# Words that end a negation's scope, as a punctuation mark does: "isn't comfortable and my
+# wrist hurts" negates "comfortable" only.
+_SCOPE_PUNCTUATION = ",;:.!?)–—"
+_SCOPE_ENDS = frozenset({
+    "and", "or", "but", "because", "since", "when", "while", "who", "which", "that", "so",
+    "until", "after", "before", "if",
+})  # fmt: skip
+
+
+@dataclass
+class Clause:
+    text: str
+    weight: float
+    valence: float  # VADER's sum of word scores for the clause, before normalization
+
 
 @load_once
 def _vader() -> Any:
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+    from vaderSentiment import vaderSentiment as vader
 
-    return SentimentIntensityAnalyzer()
+    class Analyzer(vader.SentimentIntensityAnalyzer):
+        # SentiText's words are its text split on spaces, less their punctuation: the split
+        # text keeps the punctuation at the same indices. Per thread, as runs share the
+        # analyser.
+        split = threading.local()
+
+        def sentiment_valence(self, valence, sentitext, item, i, sentiments):
+            tokens = self.split.tokens = sentitext.text.split()
+            sentiments = super().sentiment_valence(valence, sentitext, item, i, sentiments)
+            if sentiments[-1] and _negated_before_window(tokens, i, vader.negated):
+                sentiments[-1] *= vader.N_SCALAR
+            return sentiments
+
+        def _negation_check(self, valence, words_and_emoticons, start_i, i):
+            # VADER's own check, within three words, but not across a punctuation mark or a
+            # conjunction: "Never again, a terrible evening" does not negate "terrible".
+            if any(map(_ends_scope, self.split.tokens[i - start_i - 1 : i])):
+                return valence
+            return super()._negation_check(valence, words_and_emoticons, start_i, i)
+
+    analyzer = Analyzer()
+    _add_inflections(analyzer.lexicon)
+    return analyzer
+
+
+def _negated_before_window(tokens: list[str], i: int, negated: Callable[..., bool]) -> bool:
+    """Whether a negation further back than the three words VADER checks, in the same clause,
+    scopes over the word at ``i``."""
+    for j in range(i - 1, -1, -1):
+        if _ends_scope(tokens[j]):
+            return False
+        if j < i - 3 and negated([tokens[j].strip(".,;:!?\"'()")]):
+            return True
+    return False
+
+
+def _ends_scope(token: str) -> bool:
+    """Whether a negation's scope ends at ``token``: a conjunction or relative word, or a word
+    a punctuation mark ends (after "never," nothing is negated)."""
+    return token[-1] in _SCOPE_PUNCTUATION or token.lower() in _SCOPE_ENDS
+
+
+def _add_inflections(lexicon: dict[str, float]) -> None:
+    """Give the regular -s and -ed forms of each lexicon word its score where VADER has none."""
+    for word, valence in list(lexicon.items()):
+        if not word.isalpha() or len(word) < 4:
+            continue
+        if word.endswith("e"):
+            forms = (word + "s", word + "d")
+        elif word.endswith("y") and word[-2] not in "aeiou":
+            forms = (word[:-1] + "ies", word[:-1] + "ied")
+        elif word.endswith(("s", "x", "z", "ch", "sh")):
+            forms = (word + "es", word + "ed")
+        else:
+            forms = (word + "s", word + "ed")
+        for form in forms:
+            lexicon.setdefault(form, valence)
 
 
 def _sentiment_label(compound: float) -> str:
@@ -24,30 +143,89 @@ def _sentiment_label(compound: float) -> str:
     return "neutral"
 
 
+def _normalize(valence: float) -> float:
+    return round(valence / math.sqrt(valence * valence + _ALPHA), 4)
+
+
+def _valence(text: str) -> float:
+    """VADER's sum of word scores for ``text``: its compound score, un-normalized."""
+    compound = max(-0.9999, min(0.9999, _vader().polarity_scores(text)["compound"]))
+    return compound * math.sqrt(_ALPHA / (1 - compound * compound))
+
+
+def _split(sentence: str) -> list[tuple[str, float]]:
+    """The sentence's clauses and their weights, without the contrast markers."""
+    pieces = [(sentence, 1.0)]
+    # The last marker with words before it wins: "A, but B; however C" weighs C.
+    for marker in _SHIFT.finditer(sentence):
+        before = sentence[: marker.start()].strip(_EDGES)
+        if before:
+            pieces = [(before, CONCEDED), (sentence[marker.end() :].strip(_EDGES), STRESSED)]
+    if len(pieces) == 1 and (marker := _CONCEDE.search(sentence)):
+        pieces = _concession(sentence, marker)
+    return [(text, weight) for text, weight in pieces if text]
+
+
+def _concession(sentence: str, marker: re.Match[str]) -> list[tuple[str, float]]:
+    main = sentence[: marker.start()].strip(_EDGES)
+    rest = sentence[marker.end() :]
+    if main:
+        return [(main, STRESSED), (rest.strip(_EDGES), CONCEDED)]
+    comma = rest.find(",")
+    if comma < 0:  # "Despite the rain we walked": where the concession ends is unknown
+        return [(sentence, 1.0)]
+    return [(rest[:comma].strip(_EDGES), CONCEDED), (rest[comma + 1 :].strip(_EDGES), STRESSED)]
+
+
+def _clauses(sentence: str) -> list[Clause]:
+    clauses = [Clause(text, weight, _valence(text)) for text, weight in _split(sentence)]
+    if len(clauses) == 2:
+        # A contrast says the two clauses disagree: a main clause VADER finds no feeling in
+        # ("Nice box, but the lid snapped off") takes the opposite of the conceded one's.
+        conceded, stressed = sorted(clauses, key=lambda clause: clause.weight)
+        if stressed.valence == 0:
+            stressed.valence = -conceded.valence
+    return clauses
+
+
+def _weighed(clauses: list[Clause]) -> float:
+    return sum(clause.weight * clause.valence for clause in clauses)
+
+
+def _sentence_weights(sentences: list[str]) -> list[float]:
+    weights = [1.0] * len(sentences)
+    for index, sentence in enumerate(sentences):
+        if index and _SHIFT.match(sentence):
+            weights[:index] = [weight * CONCEDED for weight in weights[:index]]
+    if len(weights) > 1:
+        weights[-1] *= LAST_SENTENCE
+    return weights
+
+
 class SentimentEngine(Engine):
     name = "text.sentiment"
     requires = ("vaderSentiment",)
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         text = inputs["text"]
-        analyser = _vader()
-        scores = analyser.polarity_scores(text)
+        # Text without words ("👍") is rated whole, as VADER rates emoji.
+        sentences = _text.quick_sentences(text) or [text.strip()]
+        valences = [_weighed(_clauses(sentence)) for sentence in sentences]
+        weights = _sentence_weights(sentences)
+        compound = _normalize(sum(w * v for w, v in zip(weights, valences, strict=True)))
+        shares = _vader().polarity_scores(text)
         per_sentence = []
         if inputs["by_sentence"]:
-            for sentence in _text.quick_sentences(text):
-                compound = analyser.polarity_scores(sentence)["compound"]
+            for sentence, valence in zip(sentences, valences, strict=True):
+                score = _normalize(valence)
                 per_sentence.append(
-                    {
-                        "text": sentence,
-                        "compound": compound,
-                        "label": _sentiment_label(compound),
-                    }
+                    {"text": sentence, "compound": score, "label": _sentiment_label(score)}
                 )
         return {
-            "label": _sentiment_label(scores["compound"]),
-            "compound": scores["compound"],
-            "positive": scores["pos"],
-            "negative": scores["neg"],
-            "neutral": scores["neu"],
+            "label": _sentiment_label(compound),
+            "compound": compound,
+            "positive": shares["pos"],
+            "negative": shares["neg"],
+            "neutral": shares["neu"],
             "sentences": per_sentence,
         }

@@ -62,7 +62,7 @@ def test_start_reserves_a_call_per_step_and_queues_the_first_steps(context):
         "themes": "queued",
         "summary": "pending",
     }
-    assert steps(run)["sentiment"].input == {"text": "Great app, sync fails.", "by_sentence": False}
+    assert steps(run)["sentiment"].input == {"text": "Great app, sync fails.", "by_sentence": True}
     assert run.status == "queued" and run.workflow_id == "review-insights"
 
 

@@ -13,7 +13,7 @@ import pytest
 )
 def test_sentiment_labels_text_by_compound_score(run, text, label, compound):
     result = run("sentiment-analyzer", text=text)
-    assert (result["label"], result["compound"], result["sentences"]) == (label, compound, [])
+    assert (result["label"], result["compound"]) == (label, compound)
 
 
 def test_sentiment_shares_add_up_to_one(run):
@@ -21,10 +21,92 @@ def test_sentiment_shares_add_up_to_one(run):
     assert (result["positive"], result["negative"], result["neutral"]) == (0.6, 0.0, 0.4)
 
 
-def test_sentiment_can_rate_each_sentence(run):
-    text = "Great food. Awful music. We left at nine."
-    assert run("sentiment-analyzer", text=text, by_sentence=True)["sentences"] == [
+def test_sentiment_rates_each_sentence_by_default(run):
+    assert run("sentiment-analyzer", text="Great food. Awful music. We left at nine.")[
+        "sentences"
+    ] == [
         {"text": "Great food.", "compound": 0.6249, "label": "positive"},
         {"text": "Awful music.", "compound": -0.4588, "label": "negative"},
         {"text": "We left at nine.", "compound": 0.0, "label": "neutral"},
     ]
+
+
+def test_sentiment_leaves_the_sentences_out_when_asked(run):
+    text = "Great food. Awful music."
+    result = run("sentiment-analyzer", text=text, by_sentence=False)
+    assert result == {**run("sentiment-analyzer", text=text), "sentences": []}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # What follows "but", "yet" or "however" outweighs what precedes it.
+        "The screen is gorgeous and the speakers are great, but the battery dies before lunch.",
+        "The staff were kind, yet the room was dirty.",
+        "The views were stunning; however, the room was dirty.",
+        # The main clause outweighs the "although" or "despite" one, wherever it stands.
+        "Although the hotel is beautiful and the views are stunning, the room was dirty.",
+        "The room was dirty, although the views were stunning and the pool was lovely.",
+        "The room was dirty despite the stunning views and the lovely pool.",
+    ],
+)
+def test_sentiment_weighs_the_clause_a_contrast_stresses(run, text):
+    # VADER on the whole text calls each of these positive (the last one negative, weakly).
+    result = run("sentiment-analyzer", text=text)
+    assert result["label"] == "negative" and result["compound"] < -0.1
+
+
+def test_a_contrast_gives_a_flat_clause_the_other_polarity(run):
+    # VADER knows no word of "the lid came off on day two"; the "but" says it disagrees.
+    assert (
+        run("sentiment-analyzer", text="Nice box, but the lid came off on day two.")["label"]
+        == "negative"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        ("Nothing but praise for the friendly staff.", "positive"),
+        ("The delivery is not here yet, and I am still waiting.", "neutral"),
+        ("I didn't like the color, but also hated the fit.", "negative"),
+    ],
+)
+def test_words_that_only_look_like_contrast_split_nothing(run, text, label):
+    assert run("sentiment-analyzer", text=text)["label"] == label
+
+
+def test_a_later_sentence_opening_on_a_contrast_outweighs_the_earlier_ones(run):
+    result = run("sentiment-analyzer", text="The food was good. However, the waiter was rude.")
+    assert result["label"] == "negative"
+    assert [sentence["label"] for sentence in result["sentences"]] == ["positive", "negative"]
+
+
+def test_the_closing_verdict_outweighs_the_sentences_before_it(run):
+    # VADER on the whole text: 0.0258, positive.
+    text = "Friendly staff and a cozy room. The food was bland. Terrible."
+    assert run("sentiment-analyzer", text=text)["label"] == "negative"
+
+
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        # The negation reaches past VADER's three words, to the end of its clause...
+        ("The team did not once give me a helpful answer.", "negative"),
+        # ...but not across a punctuation mark or a conjunction.
+        ("Never again, a terrible evening.", "negative"),
+        ("The chair is not comfortable at all and my back hurts.", "negative"),
+        ("I can't complain, the staff were lovely.", "positive"),
+    ],
+)
+def test_negation_scopes_over_its_clause(run, text, label):
+    assert run("sentiment-analyzer", text=text)["label"] == label
+
+
+def test_regular_inflections_carry_their_words_score(run):
+    # VADER's lexicon has "crash" but not "crashes".
+    assert run("sentiment-analyzer", text="The app crashes.")["label"] == "negative"
+
+
+def test_text_without_words_is_rated_whole(run):
+    assert run("sentiment-analyzer", text="😍")["compound"] == 0.4588
