@@ -1,6 +1,7 @@
 """images.compose (and its placeholder and swatch drawings) on pictures drawn by the tests."""
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,7 @@ pytest.importorskip("numpy", reason="the image engines need numpy")
 from PIL import Image  # noqa: E402
 
 from engines.base import EngineError  # noqa: E402
+from engines.images import placeholders  # noqa: E402
 from tests.engines.fixtures import image_blob  # noqa: E402
 from tests.engines.images.pictures import (  # noqa: E402
     BLUE,
@@ -160,6 +162,41 @@ def test_placeholder_has_the_size_colour_and_a_label():
     assert (0, 0, 255) in {colour for _, colour in result.getcolors(10_000)}
     blank = opened(compose("placeholder", size="30 x 20", label="", format="jpeg"))
     assert blank.format == "JPEG" and blank.size == (30, 20)
+
+
+def _colours(output: dict) -> set[tuple[int, int, int]]:
+    return {colour for _, colour in opened(output).convert("RGB").getcolors(100_000)}
+
+
+@pytest.mark.skipif(
+    not Path(placeholders._EMOJI_FONT_FILE).is_file(), reason="no colour emoji font here"
+)
+def test_placeholder_draws_emoji_in_their_own_colours():
+    grey = {"background": "#cccccc", "text_color": "#555555"}
+    output = compose("placeholder", size="300x100", label="Hi 👋", **grey)
+    # The waving hand is yellow; the box a missing glyph leaves would be the text's grey.
+    assert any(r > 200 and g > 150 and b < 100 for r, g, b in _colours(output))
+
+
+def test_placeholder_refuses_emoji_where_no_emoji_font_is(monkeypatch):
+    monkeypatch.setattr(placeholders, "_EMOJI_FONT_FILE", "/nonexistent/NotoColorEmoji.ttf")
+    with pytest.raises(EngineError, match="^Emoji cannot be drawn on this deployment") as caught:
+        compose("placeholder", size="300x100", label="Hi 👋👋")
+    assert caught.value.message.endswith("leave 👋 out of the label.")
+    assert (85, 85, 85) in _colours(
+        compose("placeholder", size="300x100", label="Hi", text_color="#555555")
+    )
+
+
+def test_placeholder_refuses_a_character_its_font_lacks():
+    with pytest.raises(EngineError, match=r"^The label font has no glyph for ꦲ \(U\+A9B2\)"):
+        compose("placeholder", size="300x100", label="ꦲ 1")
+
+
+def test_placeholder_label_is_one_line():
+    lines = opened(compose("placeholder", size="300x100", label="one\ntwo", format="png"))
+    spaced = opened(compose("placeholder", size="300x100", label="one two", format="png"))
+    assert lines.tobytes() == spaced.tobytes()
 
 
 @pytest.mark.parametrize("size", ["300", "0x10", "5000x10"])
