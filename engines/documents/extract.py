@@ -8,6 +8,7 @@ plain text), a word count and the title and author when the document names them.
 from __future__ import annotations
 
 import io
+import math
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -127,8 +128,15 @@ def _extract_pdf(data: bytes, max_pages: int) -> _Extracted:
 
 
 def _pdf_chapters(reader: Any, texts: list[str]) -> list[dict[str, str]]:
-    """Top-level bookmarks as chapters, each running to the next bookmark's page."""
-    starts: list[tuple[int, str]] = []
+    """Top-level bookmarks as chapters, each running to where the next one starts.
+
+    A bookmark points at a page, often at a height on it: several chapters can share a page
+    (a report's short sections). Each starts at the line that is its title on its page, after
+    where the previous one starts, else at the top of its page; so chapters never repeat each
+    other's text, and one whose start cannot be told from the previous one's leaves that one
+    empty.
+    """
+    starts: list[tuple[int, float, str]] = []
     try:
         outline = reader.outline
     except Exception:  # a broken outline must not cost the text
@@ -142,13 +150,41 @@ def _pdf_chapters(reader: Any, texts: list[str]) -> list[dict[str, str]]:
             continue
         title = str(getattr(item, "title", "") or "").strip()
         if page is not None and 0 <= page < len(texts) and title:
-            starts.append((page, title))
-    starts.sort(key=lambda start: start[0])
-    chapters = []
-    for index, (page, title) in enumerate(starts):
-        end = starts[index + 1][0] if index + 1 < len(starts) else len(texts)
-        chapters.append({"title": title, "text": "\n\n".join(texts[page : max(end, page + 1)])})
-    return chapters
+            starts.append((page, -_height(item), title))
+    starts.sort(key=lambda start: start[:2])
+    text = "\n\n".join(texts)
+    page_starts = [0]
+    for page_text in texts:
+        page_starts.append(page_starts[-1] + len(page_text) + 2)
+    offsets: list[int] = []
+    for page, _, title in starts:
+        begin = max(page_starts[page], offsets[-1] if offsets else 0)
+        after = max(page_starts[page], offsets[-1] + 1 if offsets else 0)
+        found = _title_offset(text, title, after, page_starts[page + 1])
+        offsets.append(begin if found is None else found)
+    ends = [*offsets[1:], len(text)]
+    return [
+        {"title": title, "text": text[offset:end]}
+        for (_, _, title), offset, end in zip(starts, offsets, ends, strict=False)
+    ]
+
+
+def _height(bookmark: Any) -> float:
+    """How high on its page a bookmark points (PDF heights grow upwards); the top if it
+    does not say."""
+    try:
+        return float(bookmark.top)
+    except (AttributeError, TypeError, ValueError):
+        return math.inf
+
+
+def _title_offset(text: str, title: str, begin: int, end: int) -> int | None:
+    """Where ``title`` is a line of its own in ``text[begin:end]``, maybe numbered ("2.1
+    Method"). Only a whole line: the title's words in a sentence are not where it starts."""
+    words = r"\s+".join(re.escape(word) for word in title.split())
+    heading = rf"^[ \t]*(?:\d+(?:\.\d+)*\.?[ \t]+)?{words}[ \t]*$"
+    found = re.compile(heading, re.IGNORECASE | re.MULTILINE).search(text, begin, end)
+    return found.start() if found else None
 
 
 # --- DOCX ---------------------------------------------------------------------------------

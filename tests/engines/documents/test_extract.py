@@ -12,6 +12,7 @@ from engines.base import EngineError  # noqa: E402
 from engines.blob import Blob  # noqa: E402
 from engines.documents._formats import detect_format  # noqa: E402
 from engines.documents.extract import DocumentExtractEngine  # noqa: E402
+from tests.engines.documents.pdfs import sectioned_pdf  # noqa: E402
 from tests.engines.fixtures import (  # noqa: E402
     docx_document,
     encrypted_pdf,
@@ -43,6 +44,36 @@ def test_pdf_round_trips_its_pages_bookmarks_and_title():
     assert output["title"] == "Animals at Night"
     assert output["word_count"] == 12
     assert output["truncated"] is False
+
+
+def test_pdf_chapters_sharing_a_page_each_hold_their_own_text():
+    pdf = sectioned_pdf(
+        [
+            [("Introduction", "Why and how: the method."), ("Method", "We count.")],
+            [("Results", "What we found."), ("2.1 Method notes", "The method, again.")],
+            [("Annex", "Tables.")],
+        ]
+    )
+    output = extract(pdf)
+    assert output["chapters"] == [
+        # "method" in a sentence is not where the chapter "Method" starts: its own line is.
+        {"title": "Introduction", "text": "Introduction\nWhy and how: the method."},
+        {"title": "Method", "text": "Method\nWe count."},
+        {"title": "Results", "text": "Results\nWhat we found."},
+        {"title": "2.1 Method notes", "text": "2.1 Method notes\nThe method, again."},
+        {"title": "Annex", "text": "Annex\nTables."},
+    ]
+
+
+def test_pdf_bookmarks_at_one_place_without_their_titles_do_not_repeat_the_text():
+    pdf = sectioned_pdf([[("Part One", None), ("Opening", "It begins."), ("Coda", None)]])
+    chapters = extract(pdf)["chapters"]
+    # "Part One" and the unprinted "Coda" cannot be placed apart from what precedes them.
+    assert chapters == [
+        {"title": "Part One", "text": ""},
+        {"title": "Opening", "text": ""},
+        {"title": "Coda", "text": "Opening\nIt begins."},
+    ]
 
 
 def test_pdf_without_bookmarks_has_no_chapters():
