@@ -32,13 +32,19 @@ def _valid_lastmod(value: str) -> bool:
     return True
 
 
+def _quoted(line: str) -> str:
+    return f'"{line}"' if len(line) <= 60 else f'"{line[:59]}…"'
+
+
 def _sitemap_entry(line: str, inputs: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    """The line's sitemap entry, or why it has none: a sentence about the line."""
     url, *extra = line.split()
     entry = {"loc": url}
     if not _is_absolute(url):
-        return entry, "not an absolute http(s) URL"
+        # The first word is taken as the URL: quoting the line shows what was read.
+        return entry, f"{_quoted(line)} does not start with an absolute http(s) URL"
     if len(url) > 2048:
-        return entry, "longer than 2,048 characters"
+        return entry, "its URL is longer than 2,048 characters"
     lastmod = inputs["lastmod"].strip()
     changefreq, priority = inputs["changefreq"], inputs["priority"]
     for value in extra:
@@ -63,17 +69,19 @@ def _sitemap_generate(inputs: dict[str, Any]) -> dict[str, Any]:
     if inputs["lastmod"].strip() and not _valid_lastmod(inputs["lastmod"].strip()):
         raise EngineError("lastmod must be a W3C date such as 2024-05-01 or 2024-05-01T10:00:00Z.")
     entries: dict[str, dict[str, str]] = {}
+    first_lines: dict[str, int] = {}
     skipped = []
     for number, line in enumerate(inputs["urls"].splitlines(), start=1):
         if not line.strip():
             continue
         entry, problem = _sitemap_entry(line.strip(), inputs)
+        if problem is None and entry["loc"] in entries:
+            problem = f"{entry['loc']} is listed twice (first on line {first_lines[entry['loc']]})"
         if problem:
-            skipped.append({"line": number, "reason": f"{entry['loc']}: {problem}."})
-        elif entry["loc"] in entries:
-            skipped.append({"line": number, "reason": f"{entry['loc']}: listed twice."})
+            skipped.append({"line": number, "reason": f"Line {number}: {problem}; skipped."})
         else:
             entries[entry["loc"]] = entry
+            first_lines[entry["loc"]] = number
     if not entries:
         raise EngineError("No valid URL to list: give absolute http(s) URLs, one per line.")
     body = []

@@ -15,6 +15,33 @@ def test_sitemap_generator_output_passes_the_validator(run):
     assert (checked["valid"], checked["entries"], checked["issues"]) == (True, 2, [])
 
 
+def test_sitemap_generator_says_which_line_it_skipped_and_why_once(run):
+    urls = (
+        "https://e.com/\n"
+        "not a url\n"
+        "\n"
+        "https://e.com/a 2024-13-01\n"
+        f"https://e.com/{'x' * 2040}\n"
+        "https://e.com/"
+    )
+    out = run("xml-sitemap-generator", urls=urls)
+    assert out["skipped"] == [
+        {
+            "line": 2,
+            "reason": 'Line 2: "not a url" does not start with an absolute http(s) URL; skipped.',
+        },
+        {
+            "line": 4,
+            "reason": 'Line 4: "2024-13-01" is not a date, change frequency or priority; skipped.',
+        },
+        {"line": 5, "reason": "Line 5: its URL is longer than 2,048 characters; skipped."},
+        {
+            "line": 6,
+            "reason": "Line 6: https://e.com/ is listed twice (first on line 1); skipped.",
+        },
+    ]
+
+
 def test_sitemap_generator_refuses_a_list_without_valid_urls(run):
     with pytest.raises(EngineError, match="No valid URL"):
         run("xml-sitemap-generator", urls="/a\n/b")
