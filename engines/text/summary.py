@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 import warnings
 from collections import Counter
@@ -21,6 +22,10 @@ _SUMY_LANGUAGES = {
 }
 
 _WARNINGS_LOCK = threading.Lock()
+
+# Where a text states its subject: in its first sentence, or after an opening anecdote,
+# question or scene, in its second or third.
+_OPENING_SENTENCES = 3
 
 _SUMMARIZERS = {
     "textrank": ("sumy.summarizers.text_rank", "TextRankSummarizer"),
@@ -45,7 +50,12 @@ class _Tokenizer:
 
 
 class ExtractiveSummaryEngine(Engine):
-    """Picks the most central sentences of the text and returns them in their original order."""
+    """Picks the text's topic sentence and its most central others, in their original order.
+
+    A summary of the sentences a ranker rates best can drop the one that says what the text
+    is about, and can open on "It ..." with nothing for "It" to point at; so the topic
+    sentence is kept, and a sentence opening on a pronoun comes with the one it leans on.
+    """
 
     name = "summarize.extractive"
     requires = ("sumy", "pysbd", "numpy")
@@ -89,10 +99,10 @@ class ExtractiveSummaryEngine(Engine):
         from sumy.nlp.stemmers import Stemmer
 
         module, class_name = _SUMMARIZERS[algorithm]
-        summarizer = getattr(importlib.import_module(module), class_name)(
-            Stemmer(_SUMY_LANGUAGES[language])
-        )
-        summarizer.stop_words = _text.stop_words(language)
+        stemmer = Stemmer(_SUMY_LANGUAGES[language])
+        summarizer = getattr(importlib.import_module(module), class_name)(stemmer)
+        stop_words = _text.stop_words(language)
+        summarizer.stop_words = stop_words
         # Sentences sharing no word make similarity matrices with zero rows, and LSA warns
         # when a text has fewer distinct words than sentences; either way the ranking still
         # completes, so keep both warnings out of the logs. catch_warnings swaps a global
@@ -100,9 +110,71 @@ class ExtractiveSummaryEngine(Engine):
         with _WARNINGS_LOCK, warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Number of words", category=UserWarning)
             with numpy.errstate(divide="ignore", invalid="ignore"):
-                picked = [str(s) for s in summarizer(document, count)]
-        # LSA finds nothing in a text of stop words only: fall back to the lead sentences.
-        return picked or [str(s) for s in document.sentences[:count]]
+                ranking = _ranking(summarizer, document)
+        sentences = [str(s) for s in document.sentences]
+        # LSA finds nothing in a text of stop words only: the lead sentences come first.
+        ranking = ranking or list(range(len(sentences)))
+        # Pronouns are told only in English.
+        leaning = [language == "en" and _leans(sentence) for sentence in sentences]
+        topic = _topic(document, ranking, leaning)
+        return [sentences[index] for index in _choose(ranking, count, topic, leaning)]
+
+
+def _ranking(summarizer: Any, document: Any) -> list[int]:
+    """Every sentence's index, best rated first, as ``summarizer`` rates them: sumy's
+    summarizers hand their rated sentences, best first, to a callable count."""
+    ranking: list[int] = []
+
+    def keep_all(infos: list[Any]) -> list[Any]:
+        ranking.extend(info.order for info in infos)
+        return infos
+
+    summarizer(document, keep_all)
+    return ranking
+
+
+def _topic(document: Any, ranking: list[int], leaning: list[bool]) -> int:
+    """The index of the sentence that states what the text is about: of its opening
+    sentences (the first paragraph's, three at most) that do not lean on another, the one
+    the summarizer rates best. Usually the lead; the third after an anecdote or a question."""
+    opening = range(min(_OPENING_SENTENCES, len(document.paragraphs[0].sentences) or 1))
+    candidates = [index for index in opening if not leaning[index]] or [0]
+    return min(candidates, key=ranking.index)
+
+
+# A sentence opening on a personal pronoun ("It", "They") or a demonstrative one ("This
+# means", "That was") leans on the sentence before it: alone, the word points at nothing. A
+# demonstrative before its noun ("This report", "These pans") names what it points at. Told
+# apart by the word after it: an auxiliary or modal verb, or for "This" and "That" a verb in
+# -s or -ed ("This means", "That changed"), where a noun rarely ends so.
+_LEANING_RE = re.compile(
+    r"^[\"'“‘(]*(?:(?:It|Its|They|Them|Their|He|She|Him|His|Her)\b"
+    r"|(?:This|That|These|Those) (?:is|was|are|were|has|have|had|will|would|can|could|may"
+    r"|might|must|should|shall|does|did|do)\b"
+    r"|(?:This|That) [a-z]+(?:s|ed)\b(?<!ss)(?<!us)(?<!is))"
+)
+
+
+def _leans(sentence: str) -> bool:
+    return bool(_LEANING_RE.match(sentence))
+
+
+def _choose(ranking: list[int], count: int, topic: int, leaning: list[bool]) -> list[int]:
+    """The indices of ``count`` sentences, in text order: the topic sentence, then the best
+    rated. A sentence that leans on an earlier one comes with the nearest earlier one that
+    does not lean, or not at all when the two do not both fit (a sentence that does not lean
+    always fits, so the count is always reached)."""
+    chosen: set[int] = set()
+    for index in [topic, *ranking]:
+        needed = {index}
+        antecedent = next((j for j in range(index - 1, -1, -1) if not leaning[j]), None)
+        if leaning[index] and antecedent is not None:
+            needed.add(antecedent)
+        if len(chosen | needed) <= count:
+            chosen |= needed
+        if len(chosen) == count:
+            break
+    return sorted(chosen)
 
 
 # A "sentence" without punctuation can be the whole document: quote only its start.

@@ -38,6 +38,74 @@ def test_summary_keeps_the_original_order_of_sentences(run):
     assert picked == sorted(picked, key=PARK.index)
 
 
+STEAM = (
+    "The steam engine changed Britain. It transformed the economy of Britain by moving work "
+    "from farms and workshops into factories and mills. It also made railways possible, and the "
+    "railways cut the cost of moving coal, iron and goods across Britain. Factories no longer "
+    "had to stand beside rivers for water power. Towns grew quickly around the new factories "
+    "and mills. Working hours in the factories were long and conditions were often dangerous. "
+    "Reformers later pushed for laws that limited child labour in factories. By 1850 Britain "
+    "produced half of the world's iron."
+)
+STEAM_TOPIC = "The steam engine changed Britain."
+STEAM_ECONOMY = (
+    "It transformed the economy of Britain by moving work from farms and workshops into "
+    "factories and mills."
+)
+
+
+def test_summary_keeps_the_topic_sentence_and_never_opens_on_a_pronoun(run):
+    # TextRank alone rates the two "It ..." sentences best and drops the short topic sentence,
+    # so its summary opened "It transformed the economy ..." with nothing for "It" to name.
+    result = run("text-summarizer", text=STEAM, sentences=2)
+    assert result["sentences"] == [STEAM_TOPIC, STEAM_ECONOMY]
+
+
+def test_key_points_keep_the_topic_sentence_too(run):
+    # LexRank alone picks "It transformed ..." as the single point.
+    assert run("key-points-extractor", text=STEAM, points=1)["points"] == [STEAM_TOPIC]
+
+
+@pytest.mark.parametrize(
+    "count, chosen",
+    [
+        # Sentence 4 ("They ...") leans on 3 ("It ..."), which leans on 2: 4 comes with 2.
+        (3, [0, 2, 4]),
+        # 4 and 2 do not both fit beside the topic sentence: the next best, 1, does.
+        (2, [0, 1]),
+        (1, [0]),
+    ],
+)
+def test_a_sentence_opening_on_a_pronoun_comes_with_the_one_it_leans_on(count, chosen):
+    from engines.text.summary import _choose
+
+    leaning = [False, False, False, True, True]
+    assert _choose([4, 1, 3, 0, 2], count, 0, leaning) == chosen
+
+
+@pytest.mark.parametrize(
+    "sentence, leans",
+    [
+        ("It opens a chat with an agent.", True),
+        ("They can see the customer's screen.", True),
+        ("“Its battery lasts a week,” she said.", True),
+        ("This means no more paper receipts.", True),
+        ("These are the new rules.", True),
+        ("That changed in 2019.", True),
+        # A demonstrative with its noun names what it points at; "IT" is a department.
+        ("This report describes the outage.", False),
+        ("These figures come from the survey.", False),
+        ("This process takes a minute.", False),
+        ("IT will disconnect the computers on Friday.", False),
+        ("Items are shipped in two days.", False),
+    ],
+)
+def test_sentences_that_lean_on_the_one_before(sentence, leans):
+    from engines.text.summary import _leans
+
+    assert _leans(sentence) is leans
+
+
 def test_summary_of_a_short_text_is_the_whole_text(run):
     result = run("text-summarizer", text="One sentence only. And a second one.", sentences=5)
     assert result["sentences"] == ["One sentence only.", "And a second one."]
