@@ -9,7 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from engines.base import Engine, EngineError, ProviderUnavailable, ToolSpec
+from engines.base import (
+    Engine,
+    EngineError,
+    ModelUnfit,
+    ProviderUnavailable,
+    ToolSpec,
+    models_noted,
+)
 
 # The modules (or packages) that hold engines, each in an ``ENGINES`` tuple.
 _MODULES = (
@@ -26,10 +33,12 @@ _MODULES = (
 __all__ = [
     "Engine",
     "EngineError",
+    "ModelUnfit",
     "ProviderUnavailable",
     "ToolSpec",
     "engine_names",
     "get_engine",
+    "models_noted",
     "run_tool",
 ]
 

@@ -41,6 +41,23 @@ class ProviderUnavailable(Exception):
         self.retry_after = retry_after
 
 
+class ModelUnfit(ProviderUnavailable):
+    """The embedded text model answered, twice, but no answer passed the tool's checks (the
+    API answers 503 ``embedded_model_unfit``). The message is the same for every tool and
+    says nothing of the answers: what failed is logged, the caller learns what to do."""
+
+    MESSAGE = (
+        "The embedded text model could not give a usable answer for this input: its answers "
+        "failed the tool's checks (a repeating loop, output that breaks the tool's format, "
+        "or facts the input does not hold), so none is returned. The operator of this service "
+        "can configure a model provider (AI_BASE_URL, with AI_API_KEY and AI_MODEL_CHAT) for "
+        "dependable answers."
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
 def operations_schema(*operations: str, **properties: dict[str, Any]) -> dict[str, Any]:
     """The ``params_schema`` of an engine that does one of several ``operations``, chosen by
     a tool's ``operation`` param, with the other params it may take (``properties``)."""
@@ -170,3 +187,27 @@ def stop_requested() -> bool:
     will be discarded): an engine that can stop early may raise instead of going on."""
     stop = getattr(_job, "stop", None)
     return stop is not None and stop.is_set()
+
+
+# The models that answered for the run this thread works on (``models_noted``).
+_models = threading.local()
+
+
+@contextlib.contextmanager
+def models_noted() -> Iterator[list[str]]:
+    """Within ``with models_noted() as names``, ``names`` gathers the name of every model
+    that answered in this thread (``note_model``), each once, in order: what a run records
+    as its ``model``."""
+    outer = getattr(_models, "names", None)
+    _models.names = names = []
+    try:
+        yield names
+    finally:
+        _models.names = outer
+
+
+def note_model(name: str) -> None:
+    """Say that the model ``name`` answered (outside ``models_noted``: nobody asks)."""
+    names = getattr(_models, "names", None)
+    if names is not None and name and name not in names:
+        names.append(name)

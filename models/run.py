@@ -112,3 +112,6 @@ class Run(db.Model):
     embed_id: Mapped[str | None] = mapped_column(ForeignKey("embeds.id", ondelete="SET NULL"))
     # Set when a member shares the run: its page at /r/<share id>, under the account's brand.
     share_id: Mapped[str | None] = mapped_column(String(43))
+    # The model(s) that wrote the output, comma-separated: the provider's model name, or the
+    # embedded model's (engines.models.local_llm.model_name()); None for a tool with no model.
+    model: Mapped[str | None] = mapped_column(String(200))

@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
 from catalogue import Tool, load_catalogue
-from engines import EngineError, ProviderUnavailable, get_engine, run_tool
+from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, models_noted, run_tool
 from extensions import db
 from models import TERMINAL_STATES, Account, Run
 from models.base import new_uuid
@@ -40,7 +40,8 @@ class QuotaExceeded(Exception):
 
 
 class RunFailed(Exception):
-    """The run was recorded as failed; ``kind`` is input, provider or internal."""
+    """The run was recorded as failed; ``kind`` is input, provider, model_unfit or internal
+    (``FAILURE_STATUS``)."""
 
     def __init__(
         self, run: "Run | InlineRun", kind: str, message: str, retry_after: int | None = None
@@ -56,6 +57,11 @@ class RunFailed(Exception):
 class RunResult:
     run: "Run | InlineRun"
     reservation: Reservation | None
+
+
+# The HTTP status of a failed run by its error's kind: the input (422), no provider could
+# serve (503), the embedded model's answers failed the tool's checks (503); else 500.
+FAILURE_STATUS = {"input": 422, "provider": 503, "model_unfit": 503}
 
 
 # Makes a run's quota reservation (None: nothing to reserve, for sandbox keys). The API
@@ -135,6 +141,7 @@ class InlineRun:
     web_address: str | None = None
     user_id: int | None = None
     embed_id: str | None = None
+    model: str | None = None
 
     def row(self) -> dict:
         """Its ``runs`` row."""
@@ -361,7 +368,8 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
         kind, message, retry_after = _classify(error)
         if before_end is not None:
             before_end()
-        ended = _conclude(run, started, "failed", error=_error(kind, message, retry_after))
+        error = _error(kind, message, retry_after)
+        ended = _conclude(run, started, "failed", error=error, model=run.model)
         return run if ended else None
     if before_end is not None:
         before_end()
@@ -373,7 +381,7 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
         # The count only grows: an account past its free calls needs no claim.
         free = free_calls_used < usage.FREE_CALLS and usage.claim_free_call(run.account_id)
         credits = 0 if free else credits_for(tool, output)
-    if not _conclude(run, started, "succeeded", output=output, credits=credits):
+    if not _conclude(run, started, "succeeded", output=output, credits=credits, model=run.model):
         return None
     if charged:
         if run.api_key_id is not None:
@@ -426,11 +434,21 @@ def credits_for(tool: Tool, output: dict) -> int:
 
 
 def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:
-    """The engine's output for stored inputs, its files stored and answered as URLs."""
+    """The engine's output for stored inputs, its files stored and answered as URLs. The
+    models that answered, if any, are set on ``run.model`` (failed or not), for its end to
+    write (a queued run's is not flushed: ``_conclude`` writes it, conditionally)."""
     loaded = tool_files.load_inputs(tool, inputs)
     account_id, run_id = run.account_id, run.id
     end_transaction()
-    output = run_tool(tool, loaded)
+    with models_noted() as models:
+        try:
+            output = run_tool(tool, loaded)
+        finally:
+            model = ", ".join(models) or None
+            if isinstance(run, InlineRun):
+                run.model = model
+            else:
+                set_committed_value(run, "model", model)
     return tool_files.store_outputs(output, account_id=account_id, run_id=run_id)
 
 
@@ -462,7 +480,7 @@ def fail_unfinished(run_id: str, message: str) -> bool:
 
 
 def fail(run: Run, kind: str, message: str) -> bool:
-    """Fail a run that has not ended (``kind``: input, provider or internal), releasing its
+    """Fail a run that has not ended (``kind``: see ``RunFailed``), releasing its
     quota; False if it had ended. A workflow fails a step whose inputs turn out invalid."""
     return _conclude(run, None, "failed", error=_error(kind, message, None))
 
@@ -539,6 +557,8 @@ def _error(kind: str, message: str, retry_after: int | None) -> dict:
 def _classify(error: Exception) -> tuple[str, str, int | None]:
     if isinstance(error, EngineError):
         return "input", str(error), None
+    if isinstance(error, ModelUnfit):
+        return "model_unfit", str(error), None
     if isinstance(error, ProviderUnavailable):
         return "provider", str(error), error.retry_after
     log.exception("tool run failed unexpectedly", exc_info=error)

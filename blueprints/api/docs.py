@@ -24,7 +24,8 @@ _REASONS = {
     429: "Per-minute rate limit [rate_limited] or daily quota [quota_exceeded] exhausted; "
     "`Retry-After` says when to try again.",
     503: "Every provider for the capability is unreachable [provider_unavailable], or Redis "
-    "or the database is [service_unavailable]; transient, see `Retry-After`.",
+    "or the database is [service_unavailable]; transient, see `Retry-After`. Or the embedded "
+    "model's answers failed the tool's checks [embedded_model_unfit].",
 }
 
 RATE_LIMIT_HEADERS = {

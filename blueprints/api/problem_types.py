@@ -198,6 +198,17 @@ _TYPES = (
         "detail names (e.g. AI_BASE_URL).",
     ),
     ProblemType(
+        "embedded_model_unfit", (503,), "The embedded model could not give a usable answer",
+        "No model provider is configured (or none answered), and the small model embedded in "
+        "the service answered twice without giving an answer that passes the tool's checks: "
+        "it repeated itself in a loop, broke the tool's output format, handed the input back "
+        "or stated what the input does not hold. Nothing is returned rather than a wrong "
+        "answer, and nothing was charged.",
+        "Try again with a shorter or plainer input. On your own deployment, configure a "
+        "model provider (AI_BASE_URL, with AI_API_KEY and AI_MODEL_CHAT) for dependable "
+        "answers.",
+    ),
+    ProblemType(
         "service_unavailable", (503,), "Temporarily unavailable",
         "Redis or the database could not be reached for a moment: the request was not "
         "carried out and nothing was charged.",

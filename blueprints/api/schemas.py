@@ -57,7 +57,15 @@ class RunResultSchema(ma.Schema):
 
 
 class RunErrorSchema(ma.Schema):
-    code = ma.fields.String(required=True, metadata={"description": "input, provider or internal."})
+    code = ma.fields.String(
+        required=True,
+        metadata={
+            "enum": ["input", "provider", "model_unfit", "internal"],
+            "description": "What failed: the input (the run's answer was 422), every provider "
+            "(503 provider_unavailable), the embedded model's answers, which failed the tool's "
+            "checks (503 embedded_model_unfit), or the service (500).",
+        },
+    )
     message = ma.fields.String(required=True)
     retry_after = ma.fields.Integer()
 
@@ -66,6 +74,15 @@ class RunRecordSchema(RunResultSchema):
     """A tool run, finished or not."""
 
     error = ma.fields.Nested(RunErrorSchema, required=True, allow_none=True)
+    model = ma.fields.String(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "The model that wrote the output (comma-separated when several "
+            "did): the provider's model, or the embedded model's name when no provider "
+            "answered; null for a tool that runs no model."
+        },
+    )
     created_at = ma.fields.DateTime(required=True)
     started_at = ma.fields.DateTime(required=True, allow_none=True)
     finished_at = ma.fields.DateTime(required=True, allow_none=True)

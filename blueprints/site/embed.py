@@ -148,7 +148,7 @@ def run(public_id: str):
         return _capped(found, read, capped)
     except runs.RunFailed as failed:
         runs.end_transaction()
-        status = {"input": 422, "provider": 503}.get(failed.kind, 500)
+        status = runs.FAILURE_STATUS.get(failed.kind, 500)
         return refused(status, _failure(failed.kind, failed.message))
     output = result.run.output or {}
     return _page(

@@ -281,7 +281,7 @@ def run_tool(slug: str):
         result = runs.run_for_visitor(visitor, tool, stored, ticket)
     except runs.RunFailed as failed:
         db.session.commit()
-        status = {"input": 422, "provider": 503}.get(failed.kind, 500)
+        status = runs.FAILURE_STATUS.get(failed.kind, 500)
         return refused(status, failed.message, failed_run=failed.run)
     runs.end_transaction()
     return _page(

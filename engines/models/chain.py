@@ -108,19 +108,61 @@ def chat(
     max_tokens: int,
     response_format: Mapping[str, Any] | None = None,
 ) -> str:
-    """A chat completion from the first link that answers (messages with images: provider only)."""
+    """A chat completion's text from the first link that answers (see ``reply``)."""
+    return reply(
+        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    ).text
+
+
+def reply(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    response_format: Mapping[str, Any] | None = None,
+    embedded_format: Mapping[str, Any] | None = None,
+) -> providers.Completion:
+    """A chat completion from the first link that answers (messages with images: provider
+    only), with the model that wrote it and why it ended. ``embedded_format``, when given,
+    is the embedded model's ``response_format`` instead (a list held to a JSON schema there,
+    where a provider writes plain lines)."""
     capability = VISION if _has_images(messages) else TEXT
+    options = {"temperature": temperature, "max_tokens": max_tokens}
+    embedded = embedded_format if embedded_format is not None else response_format
+    links: list[Link[providers.Completion]] = []
+    if providers.configured():
+        links.append(
+            (
+                _provider_name(),
+                lambda: providers.complete(messages, **options, response_format=response_format),
+            )
+        )
+    if capability == TEXT and local_llm.unavailable_reason() is None:
+        links.append(
+            (
+                local_llm.name(),
+                lambda: local_llm.complete(messages, **options, response_format=embedded),
+            )
+        )
+    return run(capability, links)
+
+
+def insist_embedded(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    response_format: Mapping[str, Any] | None = None,
+) -> providers.Completion:
+    """The embedded model asked again for an answer it gave that failed its checks: sampled
+    cooler, with stronger penalties against repetition (``local_llm.INSISTING``)."""
     options = {
         "temperature": temperature,
         "max_tokens": max_tokens,
         "response_format": response_format,
+        "insist": True,
     }
-    links: list[Link[str]] = []
-    if providers.configured():
-        links.append((_provider_name(), lambda: providers.chat(messages, **options)))
-    if capability == TEXT and local_llm.unavailable_reason() is None:
-        links.append((local_llm.name(), lambda: local_llm.chat(messages, **options)))
-    return run(capability, links)
+    return run(TEXT, [(local_llm.name(), lambda: local_llm.complete(messages, **options))])
 
 
 def _provider_only(capability: str, call: Callable[[], T]) -> T:

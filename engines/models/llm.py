@@ -8,13 +8,22 @@ attribute or index access, conversions or format specs; ``{{`` and ``}}`` are li
 The answer comes from the text generation chain (``engines.models.chain``: the configured
 provider, then the embedded model) and is shaped by ``format``: ``text`` and ``markdown`` give
 ``{"text"}``, ``list`` gives ``{"items"}`` (parsed from bullet or numbered lines), ``json``
-gives the JSON object the model wrote. An answer that cannot be shaped is asked for once more;
-a second failure is ProviderUnavailable("the model returned malformed output").
+gives the JSON object the model wrote. A json tool's model is held to its output schema (a
+grammar, on the embedded model), and so is a list tool's on the embedded model.
+
+The answer must then pass the checks (``engines.models.checks``): it does not loop, and it
+passes the tool's own ``checks``. An answer that cannot be shaped or fails a check is asked
+for once more: a provider is told what was wrong; the embedded model is asked again afresh,
+sampled cooler and with stronger penalties against repetition (its context is too small to
+hold the failed answer too). A second failure is ProviderUnavailable("the model returned
+malformed output"), or, when the embedded model wrote it, ModelUnfit: the run is refused
+rather than answered with an output that is not fit to use.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import string
 from collections.abc import Mapping
@@ -22,8 +31,11 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from engines.base import Engine, ProviderUnavailable, ToolSpec
-from engines.models import chain
+from engines.base import Engine, ModelUnfit, ProviderUnavailable, ToolSpec
+from engines.models import chain, checks
+from engines.models.providers import Completion
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("text", "markdown", "json", "list")
 DEFAULT_FORMAT = "text"
@@ -48,6 +60,7 @@ _REPAIRS = {
     "list": 'Your answer had no list items. Reply again with only the list, one "- " item a line.',
     "json": "Your answer was not a valid JSON object{detail}. Reply again with only the object.",
 }
+_FAILED_CHECKS = "Your answer {detail}. Answer the request again, following its instructions."
 MALFORMED = "the model returned malformed output"
 
 _BULLET_RE = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|\(\d{1,3}\)|[a-zA-Z][.)])\s+(?P<item>.*\S)")
@@ -60,6 +73,10 @@ class MalformedOutput(Exception):
     def __init__(self, detail: str = "") -> None:
         super().__init__(detail)
         self.detail = detail
+
+
+class FailedChecks(MalformedOutput):
+    """The answer has the shape but fails the checks; ``detail`` says which."""
 
 
 # --- the prompt template -----------------------------------------------------------------
@@ -113,18 +130,26 @@ def render(template: str, values: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def check_params(params: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[str]:
-    """Problems of a tool's params beyond ``params_schema``: placeholders that are not inputs."""
+def check_params(
+    params: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    output: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Problems of a tool's params beyond ``params_schema``: placeholders that are not
+    inputs, and (given the ``output`` schema) checks that name no input or output."""
+    found = []
+    if output is not None and params.get("checks"):
+        found = checks.check_declared(params["checks"], inputs, output)
     try:
         names = placeholders(params.get("prompt", ""))
     except ValueError as error:
-        return [str(error)]
+        return [str(error), *found]
     known = set(inputs.get("properties", {}))
     return [
         f"prompt placeholder {{{name}}} is not an input field."
         for name in dict.fromkeys(names)
         if name not in known
-    ]
+    ] + found
 
 
 # --- shaping the answer ------------------------------------------------------------------
@@ -184,6 +209,21 @@ def _strip_fence(text: str) -> str:
     return match.group("body").strip() if match else text
 
 
+def _json_items(text: str) -> list[str] | None:
+    """The items of a list answer written as ``{"items": [...]}`` (the embedded model's,
+    held to the output schema), else None."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    items = value.get("items") if isinstance(value, dict) else None
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        return None
+    return [item.strip() for item in items if item.strip()]
+
+
 def shape(answer: str, format: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The tool output for ``answer``; MalformedOutput when it does not have the shape."""
     text = answer.strip()
@@ -196,7 +236,9 @@ def shape(answer: str, format: str, schema: Mapping[str, Any] | None = None) -> 
                 raise MalformedOutput(f" matching the schema ({where}: {error.message})")
         return value
     if format == "list":
-        items = parse_list(text)
+        items = _json_items(text)
+        if items is None:
+            items = parse_list(text)
         if not items:
             raise MalformedOutput()
         return {"items": items}
@@ -216,7 +258,7 @@ def generate(
     *,
     output_schema: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run one model-backed tool: render the prompt, ask the chain, shape the answer.
+    """Run one model-backed tool: render the prompt, ask the chain, shape and check the answer.
 
     With ``output_schema`` (json format), the model is asked for an object matching it (a
     provider or the embedded model that supports JSON schemas constrains its output to it)
@@ -227,7 +269,7 @@ def generate(
         system_message(params["system"], format),
         {"role": "user", "content": render(params["prompt"], inputs)},
     ]
-    return converse(messages, params, output_schema=output_schema)
+    return converse(messages, params, output_schema=output_schema, inputs=inputs)
 
 
 def system_message(system: str, format: str) -> dict[str, Any]:
@@ -235,47 +277,88 @@ def system_message(system: str, format: str) -> dict[str, Any]:
     return {"role": "system", "content": f"{system.strip()}\n\n{_INSTRUCTIONS[format]}"}
 
 
+def _json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "output", "schema": dict(schema)}}
+
+
+def accept(
+    answer: Completion,
+    params: Mapping[str, Any],
+    *,
+    output_schema: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The tool output for ``answer`` once it passed the checks (see the module docstring);
+    MalformedOutput when it cannot be shaped, FailedChecks when it fails a check."""
+    format = params.get("format", DEFAULT_FORMAT)
+    if answer.finish_reason == "loop" or checks.looping(answer.text, truncated=answer.truncated):
+        raise FailedChecks("repeats itself in a loop")
+    output = shape(answer.text, format, output_schema if format == "json" else None)
+    found = checks.problems(output, inputs or {}, params.get("checks") or {})
+    if found:
+        raise FailedChecks("; ".join(found))
+    return output
+
+
 def converse(
     messages: list[dict[str, Any]],
     params: Mapping[str, Any],
     *,
     output_schema: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Ask the chain for ``messages`` and shape the answer by ``params``' format; a malformed
-    answer is asked for once more (see ``generate``)."""
+    """Ask the chain for ``messages``, then shape and check the answer by ``params`` (its
+    format and checks; ``inputs``: what the checks compare with); an answer that fails is
+    asked for once more (see the module docstring)."""
     format = params.get("format", DEFAULT_FORMAT)
     temperature = float(params.get("temperature", DEFAULT_TEMPERATURE))
     max_tokens = int(params.get("max_tokens", DEFAULT_MAX_TOKENS))
     response_format: dict[str, Any] | None = None
-    schema = output_schema if format == "json" else None
     if format == "json":
         response_format = (
-            {"type": "json_schema", "json_schema": {"name": "output", "schema": dict(schema)}}
-            if schema is not None
-            else {"type": "json_object"}
+            _json_schema(output_schema) if output_schema is not None else {"type": "json_object"}
         )
-    answer = chain.chat(
-        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
-    )
+    # The embedded model is held to a list tool's schema too: a provider writes plain lines.
+    held = _json_schema(output_schema) if format == "list" and output_schema else response_format
+    options = {"max_tokens": max_tokens, "response_format": response_format}
+    answer = chain.reply(messages, temperature=temperature, **options, embedded_format=held)
     try:
-        return shape(answer, format, schema)
+        return accept(answer, params, output_schema=output_schema, inputs=inputs)
     except MalformedOutput as malformed:
-        repair = _REPAIRS[format].format(detail=malformed.detail)
-    messages = [
-        *messages,
-        {"role": "assistant", "content": answer},
-        {"role": "user", "content": repair},
-    ]
-    answer = chain.chat(
-        messages,
-        temperature=min(temperature, 0.2),
-        max_tokens=max_tokens,
-        response_format=response_format,
-    )
+        failed = malformed
+    if answer.embedded:
+        log.warning("The embedded model's answer %s: asked again.", _said(failed, format))
+        answer = chain.insist_embedded(
+            messages, temperature=temperature, max_tokens=max_tokens, response_format=held
+        )
+    else:
+        repair = (
+            _FAILED_CHECKS.format(detail=failed.detail)
+            if isinstance(failed, FailedChecks)
+            else _REPAIRS[format].format(detail=failed.detail)
+        )
+        messages = [
+            *messages,
+            {"role": "assistant", "content": answer.text},
+            {"role": "user", "content": repair},
+        ]
+        answer = chain.reply(
+            messages, temperature=min(temperature, 0.2), **options, embedded_format=held
+        )
     try:
-        return shape(answer, format, schema)
-    except MalformedOutput:
+        return accept(answer, params, output_schema=output_schema, inputs=inputs)
+    except MalformedOutput as malformed:
+        if answer.embedded:
+            log.warning("The embedded model's answer %s again: refused.", _said(malformed, format))
+            raise ModelUnfit() from None
         raise ProviderUnavailable(MALFORMED) from None
+
+
+def _said(failed: MalformedOutput, format: str) -> str:
+    """What was wrong with an answer, for the log."""
+    if isinstance(failed, FailedChecks):
+        return failed.detail
+    return f"is not a valid {format} answer{failed.detail}"
 
 
 class LlmChatEngine(Engine):
@@ -302,6 +385,7 @@ class LlmChatEngine(Engine):
                 "maximum": 8192,
                 "default": DEFAULT_MAX_TOKENS,
             },
+            "checks": checks.CHECKS_SCHEMA,
         },
     }
 

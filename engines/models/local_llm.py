@@ -13,6 +13,11 @@ that no other local process can use it.
 
 The model is loaded lazily, once per process (a process forked after loading loads its own:
 llama.cpp's threads do not survive a fork) and per file.
+
+A model this small repeats itself: it is sampled with llama.cpp's penalties against
+repetition (``SAMPLING``; stronger ones, ``INSISTING``, when an answer is asked for again),
+and an answer that falls into a loop as it is written (``checks.ends_in_loop``) is stopped
+there and handed back marked ``finish_reason`` "loop" for the caller to refuse.
 """
 
 from __future__ import annotations
@@ -26,14 +31,36 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engines.base import EngineError, ProviderUnavailable, load_once, stop_requested
-from engines.models.providers import settings
+from engines.base import EngineError, ProviderUnavailable, load_once, note_model, stop_requested
+from engines.models import checks
+from engines.models.providers import Completion, settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 2048
 THREADS = 2
+# Sampling against repetition, in the names llama.cpp's server reads: a mild penalty on
+# recent tokens, and DRY ("don't repeat yourself"), which penalises continuing a sequence
+# already in the context more the longer it gets (quoted strings, lines and "key:" restart
+# it, so JSON and code stay writable).
+SAMPLING = {
+    "repeat_penalty": 1.1,
+    "repeat_last_n": 128,
+    "dry_multiplier": 0.8,
+    "dry_base": 1.75,
+    "dry_allowed_length": 2,
+}
+# For an answer asked for again after one that failed: stronger, and cooler.
+INSISTING = {
+    **SAMPLING,
+    "repeat_penalty": 1.2,
+    "dry_multiplier": 1.5,
+    "presence_penalty": 0.4,
+}
+INSISTING_TEMPERATURE = 0.3
+# Chunks (about a token each) between two looks for a loop in the answer being written.
+LOOP_CHECK_EVERY = 16
 
 
 def _importable(module: str) -> bool:
@@ -57,6 +84,12 @@ def gguf_path() -> str | None:
         if candidate.is_file():
             return str(candidate)
     return None
+
+
+def model_name() -> str:
+    """The model's name as a run records it: its file's name without ``.gguf``."""
+    path = gguf_path()
+    return Path(path).name.removesuffix(".gguf") if path else "none"
 
 
 def name() -> str:
@@ -135,24 +168,42 @@ def chat(
     max_tokens: int,
     response_format: Mapping[str, Any] | None = None,
 ) -> str:
-    """One chat completion from the embedded model; the answer's text.
+    """One chat completion from the embedded model; the answer's text (see ``complete``)."""
+    return complete(
+        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    ).text
+
+
+def complete(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    response_format: Mapping[str, Any] | None = None,
+    insist: bool = False,
+) -> Completion:
+    """One chat completion from the embedded model: its text and why it ended.
 
     ``response_format`` (``json_object`` or ``json_schema``) constrains the output with a
-    grammar. Raises EngineError when the prompt does not fit the model's context and
-    ProviderUnavailable when the model cannot be loaded or fails.
+    grammar. ``insist``: the answer is asked for again after one that failed its checks,
+    sampled cooler and with stronger penalties (``INSISTING``). Raises EngineError when the
+    prompt does not fit the model's context and ProviderUnavailable when the model cannot be
+    loaded or fails.
 
-    The answer is streamed, token by token, so that generation can stop midway: when the job
-    running it is told to stop (``engines.base.stop_requested``: the in-process queue gave
-    up on it), llama.cpp stops and frees the model for the next run (it serves one at a
-    time), and this raises ProviderUnavailable.
+    The answer is streamed, token by token, so that generation can stop midway: when it
+    falls into a loop (the completion then ends with ``finish_reason`` "loop"), and when the
+    job running it is told to stop (``engines.base.stop_requested``: the in-process queue
+    gave up on it), where llama.cpp stops and frees the model for the next run (it serves one
+    at a time) and this raises ProviderUnavailable.
     """
     server = load()
     request: dict[str, Any] = {
         "messages": [dict(message) for message in messages],
-        "temperature": temperature,
+        "temperature": min(temperature, INSISTING_TEMPERATURE) if insist else temperature,
         "max_tokens": max_tokens,
         "stream": True,
         "stream_options": {"include_usage": True},
+        **(INSISTING if insist else SAMPLING),
     }
     if response_format is not None:
         request["response_format"] = dict(response_format)
@@ -179,12 +230,14 @@ def chat(
     if answer.finish_reason is None:
         raise ProviderUnavailable("The embedded text model gave no answer.")
     log.info(
-        "Embedded text model: %s prompt + %s generated tokens in %.2f s.",
+        "Embedded text model: %s prompt + %s generated tokens in %.2f s (%s).",
         answer.usage.get("prompt_tokens"),
-        answer.usage.get("completion_tokens"),
+        answer.usage.get("completion_tokens") or len(answer.parts),
         time.perf_counter() - started,
+        answer.finish_reason,
     )
-    return "".join(answer.parts)
+    note_model(model_name())
+    return Completion("".join(answer.parts), model_name(), answer.finish_reason, embedded=True)
 
 
 class _Answer:
@@ -215,9 +268,16 @@ class _Answer:
                 content = (choice.get("delta") or {}).get("content")
                 if content:
                     self.parts.append(content)
+                    if len(self.parts) % LOOP_CHECK_EVERY == 0 and self.looping():
+                        self.finish_reason = "loop"
+                        return True
                 self.finish_reason = choice.get("finish_reason") or self.finish_reason
             return False
         except BaseException as error:  # noqa: BLE001 - raised again once llama.cpp returns
             # xllamacpp would swallow it (and stop): keep it for chat() to raise.
             self.raised = error
             return True
+
+    def looping(self) -> bool:
+        """Whether the answer so far ends in a loop (``checks.ends_in_loop``)."""
+        return checks.ends_in_loop("".join(self.parts))

@@ -27,13 +27,14 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
 import config
-from engines.base import EngineError, ProviderUnavailable
+from engines.base import EngineError, ProviderUnavailable, note_model
 from engines.blob import Blob
 from engines.models._http import (
     Answer,
@@ -138,6 +139,23 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+@dataclass(frozen=True)
+class Completion:
+    """A chat answer: its text, the model that wrote it, why it ended (``finish_reason``:
+    "stop", "length" at the token limit, "loop" for the embedded model stopped in a loop;
+    None when the provider does not say) and whether the embedded model wrote it."""
+
+    text: str
+    model: str
+    finish_reason: str | None = None
+    embedded: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        """It ended at the token limit or in a loop: what was written is cut short."""
+        return self.finish_reason in ("length", "loop")
+
+
 class Provider:
     """An OpenAI-compatible API at ``base_url``. Cheap to build: build one per call."""
 
@@ -186,6 +204,23 @@ class Provider:
         response_format: Mapping[str, Any] | None = None,
     ) -> str:
         """POST /chat/completions; returns the first choice's text ("" when it has none)."""
+        return self.complete(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            response_format=response_format,
+        ).text
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """POST /chat/completions; the first choice's text ("" when it has none), the model
+        the answer names (else the configured one) and its finish reason."""
         body: dict[str, Any] = {
             "model": self.models["chat"],
             "messages": list(messages),
@@ -196,13 +231,22 @@ class Provider:
             body["response_format"] = dict(response_format)
         data = self._post("chat", "/chat/completions", json_body=body).json()
         try:
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
         except (KeyError, IndexError, TypeError):
             raise ProviderUnavailable("The model provider's chat answer has no choices.") from None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # content parts
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        return content if isinstance(content, str) else ""
+        model = data.get("model") if isinstance(data, dict) else None
+        model = model if isinstance(model, str) and model else self.models["chat"]
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        note_model(model)
+        return Completion(
+            content if isinstance(content, str) else "",
+            model,
+            reason if isinstance(reason, str) else None,
+        )
 
     def chat_stream(
         self,
@@ -465,6 +509,8 @@ class Provider:
                     "Model provider %s%s answered in %.0f ms (%d bytes).",
                     self.where, path, (time.perf_counter() - started) * 1000, len(answer.body),
                 )  # fmt: skip
+                if operation != "chat":  # a chat answer names its model: complete() notes it
+                    note_model(self.models[operation])
                 return answer
             if attempt == MAX_ATTEMPTS:
                 break
@@ -612,6 +658,19 @@ def chat(
 ) -> str:
     """``Provider.chat`` on the provider the app's settings name."""
     return Provider.from_settings().chat(
+        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    )
+
+
+def complete(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    response_format: Mapping[str, Any] | None = None,
+) -> Completion:
+    """``Provider.complete`` on the provider the app's settings name."""
+    return Provider.from_settings().complete(
         messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
     )
 

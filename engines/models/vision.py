@@ -77,7 +77,7 @@ def generate(
         llm.system_message(params["system"], params.get("format", llm.DEFAULT_FORMAT)),
         {"role": "user", "content": user_content(inputs, params)},
     ]
-    return llm.converse(messages, params, output_schema=output_schema)
+    return llm.converse(messages, params, output_schema=output_schema, inputs=inputs)
 
 
 def check_params(params: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[str]:

@@ -8,6 +8,7 @@ import dataclasses
 import difflib
 import importlib.util
 import itertools
+import json
 import re
 import time
 
@@ -15,6 +16,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from catalogue import Tool, load_catalogue
+from engines import base
+from engines.base import ModelUnfit
 from engines.models import breaker, llm, local_llm, providers
 from extensions import db
 from services import accounts, keys
@@ -186,11 +189,11 @@ def pro_key(app) -> str:
     return raw
 
 
-def run_example(app, slug: str, wait: int = 30):
+def run_example(app, slug: str, wait: int = 30, key: str | None = None):
     tool = load_catalogue().get(slug)
     return app.test_client().post(
         DISPATCH,
-        headers={**auth(pro_key(app)), "Prefer": f"wait={wait}"},
+        headers={**auth(key or pro_key(app)), "Prefer": f"wait={wait}"},
         json={"slug": slug, **tool.examples[0]["input"]},
     )
 
@@ -203,9 +206,21 @@ def assert_valid_output(tool: Tool, output: dict) -> None:
         assert all(item.strip() for item in output["items"])
 
 
+def example_answer(tool: Tool) -> str:
+    """The tool's example output as its model would write it."""
+    output = tool.examples[0]["output"]
+    if "text" in output:
+        return output["text"]
+    if tool.params.get("format") == "list":
+        return "\n".join(f"- {item}" for item in output["items"])
+    return json.dumps(output)
+
+
 @pytest.mark.parametrize("slug", MODEL_TOOLS)
 def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fake, slug):
     tool = load_catalogue().get(slug)
+    if "checks" in tool.params:  # the fake's made-up answer would fail them
+        fake.reply(example_answer(tool))
     before = len(fake.calls("/v1/chat/completions"))
 
     response = run_example(provider_app, slug)
@@ -257,6 +272,78 @@ def test_a_failing_provider_without_the_embedded_model_answers_503(provider_app,
     assert "HTTP 500" in body["detail"]
     assert response.headers["Retry-After"] == "7"
     assert len(fake.calls("/v1/chat/completions")) - before == 3
+
+
+def test_the_run_record_names_the_providers_model(provider_app, fake):
+    client = provider_app.test_client()
+    raw = pro_key(provider_app)
+    example = load_catalogue().get("slogan-generator").examples[0]["input"]
+    response = client.post(
+        DISPATCH,
+        headers={**auth(raw), "Prefer": "respond-async"},
+        json={"slug": "slogan-generator", **example},
+    )
+    record = until_ended(client, raw, response.headers["Location"])
+
+    assert (record["status"], record["model"]) == ("succeeded", "gpt-4o-mini")
+
+
+def test_a_tool_with_no_model_records_none(provider_app):
+    client = provider_app.test_client()
+    raw = pro_key(provider_app)
+    response = client.post(
+        DISPATCH, headers=auth(raw), json={"slug": "word-counter", "text": "a b"}
+    )
+    assert response.status_code == 200, response.get_json()
+    record = client.get(status_url(response.get_json()["run_id"]), headers=auth(raw)).get_json()
+    assert (record["status"], record["model"]) == ("succeeded", None)
+
+
+def status_url(run_id: str) -> str:
+    return f"/v1/tools/run/{run_id}/status"
+
+
+def until_ended(client, raw: str, location: str) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        record = client.get(location, headers=auth(raw)).get_json()
+        if record["status"] in ("succeeded", "failed", "canceled"):
+            return record
+        time.sleep(0.05)
+    raise AssertionError(f"the run at {location} did not end")
+
+
+def test_an_unfit_embedded_answer_is_refused_with_503_and_gives_the_quota_back(
+    local_app, monkeypatch
+):
+    loop = "Great coffee, great service, great coffee, great service. " * 20
+    asked = []
+
+    def looping(messages, **options):
+        asked.append(options)
+        base.note_model("SmolLM2-test")
+        return providers.Completion(loop, "SmolLM2-test", "length", embedded=True)
+
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(local_llm, "complete", looping)
+    client = local_app.test_client()
+    raw = pro_key(local_app)
+
+    response = run_example(local_app, "review-response-writer", key=raw)
+
+    assert response.status_code == 503
+    problem = response.get_json()
+    assert problem["code"] == "embedded_model_unfit"
+    assert problem["type"].endswith("/docs/problems/embedded-model-unfit")
+    assert problem["detail"] == ModelUnfit.MESSAGE and "great coffee" not in problem["detail"]
+    assert "Retry-After" not in response.headers
+    assert [options.get("insist", False) for options in asked] == [False, True]
+    record = client.get(status_url(problem["run_id"]), headers=auth(raw)).get_json()
+    assert record["status"] == "failed"
+    assert record["error"] == {"code": "model_unfit", "message": ModelUnfit.MESSAGE}
+    assert record["model"] == "SmolLM2-test"
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 0  # the failed run gave its quota back
 
 
 # --- the real embedded model -------------------------------------------------------------

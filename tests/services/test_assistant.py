@@ -256,7 +256,7 @@ def test_a_failing_provider_falls_back_to_the_retrieval_answer(ai_app, fake):
 def test_the_embedded_text_model_is_never_used(ai_app, fake, monkeypatch):
     from engines.models import local_llm
 
-    monkeypatch.setattr(local_llm, "chat", lambda *a, **k: pytest.fail("SmolLM2 was asked"))
+    monkeypatch.setattr(local_llm, "complete", lambda *a, **k: pytest.fail("SmolLM2 was asked"))
     fake.fail_next(10, status=503)
     assert answers.answer("convert json to yaml").mode == "retrieval"
 

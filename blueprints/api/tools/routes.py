@@ -244,6 +244,7 @@ def run_record(run: Run) -> dict:
     return {
         **run_result(run),
         "error": run.error,
+        "model": run.model,
         "created_at": clock.as_utc(run.created_at),
         "started_at": clock.as_utc(run.started_at),
         "finished_at": clock.as_utc(run.finished_at),
@@ -263,6 +264,8 @@ def _run_problem(run_id: str, error: dict) -> Problem:
             headers={"Retry-After": error.get("retry_after") or 30},
             run_id=run_id,
         )
+    if kind == "model_unfit":
+        return Problem(503, "embedded_model_unfit", message, run_id=run_id)
     return Problem(500, "internal_error", message, run_id=run_id)
 
 

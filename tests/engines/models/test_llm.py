@@ -8,8 +8,9 @@ from jsonschema import Draft202012Validator
 
 from catalogue import load_catalogue
 from config import Config
-from engines.base import EngineError, ProviderUnavailable
-from engines.models import breaker, chain, llm, local_llm, providers
+from engines import base
+from engines.base import EngineError, ModelUnfit, ProviderUnavailable
+from engines.models import breaker, chain, checks, llm, local_llm, providers
 from tests.fakes import FakeOpenAI
 
 PARAMS = {
@@ -54,17 +55,26 @@ def ai_app(fake, no_local_model):
 
 @pytest.fixture
 def local_answers(monkeypatch):
-    """A stand-in embedded model: records its calls and answers "local answer"."""
-    calls = []
+    """A stand-in embedded model: records its calls and answers "local answer", or each of
+    the answers appended to ``calls.answers`` in turn."""
+    calls = LocalCalls()
 
     def answer(messages, **options):
         calls.append((messages, options))
-        return "local answer"
+        text = calls.answers.pop(0) if calls.answers else "local answer"
+        base.note_model("test")
+        return providers.Completion(text, "test", "stop", embedded=True)
 
     monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
     monkeypatch.setattr(local_llm, "name", lambda: "the embedded model (test.gguf)")
-    monkeypatch.setattr(local_llm, "chat", answer)
+    monkeypatch.setattr(local_llm, "complete", answer)
     return calls
+
+
+class LocalCalls(list):
+    def __init__(self):
+        super().__init__()
+        self.answers: list[str] = []
 
 
 def run(**params):
@@ -88,9 +98,11 @@ def test_params_schema_accepts_every_documented_param():
     assert params_errors(params) == []
 
 
-def test_params_schema_describes_exactly_the_five_params():
+def test_params_schema_describes_exactly_the_six_params():
     schema = llm.LlmChatEngine.params_schema
-    assert set(schema["properties"]) == {"system", "prompt", "format", "temperature", "max_tokens"}
+    assert set(schema["properties"]) == {
+        "system", "prompt", "format", "temperature", "max_tokens", "checks"
+    }  # fmt: skip
     assert schema["required"] == ["system", "prompt"]
     assert schema["properties"]["format"] == {
         "enum": ["text", "markdown", "json", "list"],
@@ -299,7 +311,7 @@ def test_when_every_link_fails_the_error_names_what_was_tried(fake, monkeypatch,
     def broken(messages, **options):
         raise ProviderUnavailable("The embedded text model failed: out of memory.", retry_after=5)
 
-    monkeypatch.setattr(local_llm, "chat", broken)
+    monkeypatch.setattr(local_llm, "complete", broken)
     fake.fail_next(3, status=503)
     with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable) as caught:
         run()
@@ -400,3 +412,149 @@ def test_the_embedded_smollm2_model_answers_for_real():
                 [{"role": "user", "content": "word " * 3000}], temperature=0, max_tokens=5
             )
         assert local_llm.load() is local_llm.load()  # loaded once, shared
+
+
+# --- checks, loops and the embedded model ------------------------------------------------
+
+LOOP = "Light that follows the sun, all day long and into the night. " * 4
+CODE_PARAMS = {
+    "system": "You add docstrings.",
+    "prompt": "{code}",
+    "checks": {"changes": {"input": "code", "output": ["text"]}},
+}
+CODE = {"code": "def area(w, h):\n    return w * h"}
+
+
+def test_an_embedded_answer_that_loops_is_asked_again_insisting(local_answers):
+    local_answers.answers += [LOOP, "Light that follows the sun."]
+    with make_app(None).app_context():
+        assert run() == {"text": "Light that follows the sun."}
+
+    (first, options), (again, insisting) = local_answers
+    assert again == first  # asked afresh, without the failed answer
+    assert "insist" not in options and insisting["insist"] is True
+
+
+def test_an_embedded_answer_that_fails_twice_is_refused(local_answers):
+    local_answers.answers += [LOOP, LOOP]
+    with make_app(None).app_context(), pytest.raises(ModelUnfit) as caught:
+        run()
+
+    assert len(local_answers) == 2
+    assert "AI_BASE_URL" in caught.value.message and "Light" not in caught.value.message
+
+
+def test_an_embedded_answer_handing_the_input_back_is_refused(local_answers):
+    local_answers.answers += [CODE["code"], CODE["code"] + "\n"]
+    with make_app(None).app_context(), pytest.raises(ModelUnfit):
+        llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS)
+
+
+def test_a_provider_answer_failing_a_check_is_told_what_failed(ai_app, fake):
+    fake.reply(CODE["code"], 'def area(w, h):\n    """Area."""\n    return w * h')
+
+    output = llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS)
+
+    assert '"""Area."""' in output["text"]
+    repair = sent_messages(fake, 1)[3]["content"]
+    assert repair.startswith("Your answer text hands code back unchanged.")
+
+
+def test_a_provider_answer_that_loops_twice_is_malformed_output(ai_app, fake):
+    fake.reply(LOOP, LOOP)
+    with pytest.raises(ProviderUnavailable) as caught:
+        run()
+    assert not isinstance(caught.value, ModelUnfit)
+    assert caught.value.message == llm.MALFORMED
+    assert "repeats itself in a loop" in sent_messages(fake, 1)[3]["content"]
+
+
+LIST_SCHEMA = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {"items": {"type": "array", "minItems": 1, "items": {"type": "string"}}},
+}
+
+
+def test_a_list_tool_holds_the_embedded_model_to_its_schema(local_answers):
+    local_answers.answers.append('{"items": ["Sun by day", " Glow by night "]}')
+    with make_app(None).app_context():
+        output = llm.generate(INPUTS, {**PARAMS, "format": "list"}, output_schema=LIST_SCHEMA)
+
+    assert output == {"items": ["Sun by day", "Glow by night"]}
+    ((_, options),) = local_answers
+    assert options["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": LIST_SCHEMA},
+    }
+
+
+def test_a_list_tool_on_the_provider_gets_plain_lines(ai_app, fake):
+    fake.reply("- Sun by day\n- Glow by night")
+    output = llm.generate(INPUTS, {**PARAMS, "format": "list"}, output_schema=LIST_SCHEMA)
+    assert output == {"items": ["Sun by day", "Glow by night"]}
+    assert "response_format" not in fake.calls("/v1/chat/completions")[0].json
+
+
+def test_the_model_that_answered_is_noted(fake, local_answers):
+    with make_app(fake.base_url).app_context(), base.models_noted() as names:
+        run()
+    assert names == ["gpt-4o-mini"]
+
+    fake.fail_next(3, status=503)
+    with make_app(fake.base_url).app_context(), base.models_noted() as names:
+        run()
+    assert names == ["test"]
+
+
+# --- the embedded model's sampling, with a stand-in llama.cpp server ---------------------
+
+MESSAGES = [{"role": "user", "content": "Write a tagline."}]
+
+
+class FakeServer:
+    """Streams ``chunks`` as llama.cpp's server does, and records the requests."""
+
+    def __init__(self, chunks):
+        self.chunks = chunks
+        self.requests = []
+        self.sent = 0
+
+    def handle_chat_completions(self, request, callback):
+        self.requests.append(request)
+        for text in self.chunks:
+            self.sent += 1
+            if callback({"choices": [{"delta": {"content": text}, "finish_reason": None}]}):
+                return
+        callback({"choices": [{"delta": {}, "finish_reason": "stop"}], "usage": {}})
+
+
+@pytest.fixture
+def fake_server(monkeypatch):
+    server = FakeServer(["Sun ", "by ", "day."])
+    monkeypatch.setattr(local_llm, "load", lambda: server)
+    monkeypatch.setattr(local_llm, "gguf_path", lambda: "/models/Tiny-1M.Q4.gguf")
+    return server
+
+
+def test_the_embedded_model_is_sampled_against_repetition(fake_server):
+    with base.models_noted() as names:
+        answer = local_llm.complete(MESSAGES, temperature=0.7, max_tokens=50)
+        local_llm.complete(MESSAGES, temperature=0.7, max_tokens=50, insist=True)
+
+    assert answer == providers.Completion("Sun by day.", "Tiny-1M.Q4", "stop", embedded=True)
+    assert names == ["Tiny-1M.Q4"]
+    first, insisting = fake_server.requests
+    assert first.items() >= {**local_llm.SAMPLING, "temperature": 0.7}.items()
+    assert insisting.items() >= {**local_llm.INSISTING, "temperature": 0.3}.items()
+    assert insisting["repeat_penalty"] > first["repeat_penalty"]
+
+
+def test_the_embedded_model_is_stopped_in_a_loop(fake_server):
+    fake_server.chunks = [word + " " for word in ("Intro." + " the sun goes round" * 200).split()]
+
+    answer = local_llm.complete(MESSAGES, temperature=0.7, max_tokens=2000)
+
+    assert answer.finish_reason == "loop" and answer.truncated
+    assert fake_server.sent < 100  # of 801 chunks
+    assert checks.looping(answer.text)

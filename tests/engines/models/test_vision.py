@@ -223,7 +223,7 @@ def test_a_failing_provider_is_provider_unavailable_for_image_understanding(ai_a
 
 def test_without_a_provider_images_never_go_to_the_embedded_model(monkeypatch):
     monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
-    monkeypatch.setattr(local_llm, "chat", lambda *a, **k: pytest.fail("sent to the local model"))
+    monkeypatch.setattr(local_llm, "complete", lambda *a, **k: pytest.fail("sent locally"))
 
     with app_with(None).app_context():
         reason = ENGINE.unavailable_reason()

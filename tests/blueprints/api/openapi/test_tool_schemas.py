@@ -197,6 +197,7 @@ def test_runs_of_the_plan_gated_endpoints_tools_are_left_to_their_endpoints(docu
     record = {
         **run_answer("x", None),
         "error": None,
+        "model": None,
         "created_at": "2026-01-01T00:00:00Z",
         "started_at": None,
         "finished_at": None,

@@ -1,0 +1,254 @@
+"""What a text model's answer must pass before a tool returns it.
+
+A small model (the embedded SmolLM2) writes fluent text that can be wrong in ways a schema
+does not see: it loops, repeating a sentence until it runs out of tokens; it hands the input
+back instead of transforming it; it counts more mentions than the input has lines; it
+"quotes" words nobody wrote. So beyond the tool's output schema (``llm.shape``):
+
+- every answer is checked for a **loop** (``looping``): a span of words repeated back to back
+  ``LOOP_REPEATS`` times, covering at least ``LOOP_WORDS`` words (twice is enough at the end
+  of an answer that hit its token limit). A song's chorus or a description block that lists
+  the chapters again is repeated, but not back to back three times over;
+- a tool declares its own checks in its params (``checks``, ``CHECKS_SCHEMA``), each naming
+  an input field and the output paths it applies to (``themes/*/count``: ``*`` is every item
+  of an array):
+
+  ``changes``
+      each string at the paths must not be the input handed back (nearly) unchanged;
+  ``keeps``
+      each string at the paths must keep the input's lines (code a docstring is added to);
+  ``at_most_lines``
+      each number at the paths is at most the input's count of non-blank lines (a count of
+      responses cannot exceed the responses given);
+  ``quotes``
+      each non-empty string at the paths is taken from the input (its words, in order:
+      trimmed filler and ellipses allowed).
+
+``problems`` answers what an output fails, as short phrases ("themes/0/count is 8, more than
+the 5 lines of responses"), which are logged and, for a provider, sent back with a request
+to answer again; ``check_declared`` finds checks that name no input or output (the catalogue
+tests run it on every tool).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+# A loop: a span of words repeated back to back this many times, covering this many words.
+LOOP_REPEATS = 3
+LOOP_WORDS = 30
+# The longest span looked for (a repeated unit test is some 60 words).
+MAX_PERIOD = 200
+# ``changes``: an answer whose lines not in the input hold less than this share of its
+# characters (and fewer than MIN_CHANGE characters) is the input handed back.
+MIN_CHANGE_SHARE = 0.02
+MIN_CHANGE = 10
+# ``keeps``: the share of the input's non-blank lines the answer must hold.
+KEPT_SHARE = 0.8
+# ``quotes``: the share of a quote's word trigrams that must be trigrams of the input.
+QUOTED_SHARE = 0.7
+
+_WORD_RE = re.compile(r"\w+")
+# Where a quote cuts words out: "...", "…", "[...]".
+_ELLIPSIS_RE = re.compile(r"\[?(?:\.\.\.|…)\]?")
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_FIELD = {"type": "string", "pattern": f"^{_NAME}$"}
+# Field names and * (every item of an array), separated by "/".
+_PATH = {"type": "string", "pattern": rf"^(?:{_NAME}|\*)(?:/(?:{_NAME}|\*))*$"}
+_CHECK = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["input", "output"],
+    "properties": {
+        "input": _FIELD,
+        "output": {"type": "array", "minItems": 1, "uniqueItems": True, "items": _PATH},
+    },
+}
+# What each check reads at its output paths.
+KINDS = {"changes": "string", "keeps": "string", "at_most_lines": "integer", "quotes": "string"}
+CHECKS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {kind: _CHECK for kind in KINDS},
+}
+
+
+# --- loops -------------------------------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, lowercased (punctuation and spacing do not tell two apart)."""
+    return _WORD_RE.findall(text.lower())
+
+
+def repeated_span(tokens: list[str], repeats: int, least: int, *, at_end: bool = False) -> bool:
+    """Whether some span of ``tokens`` is repeated back to back ``repeats`` times, the run
+    covering at least ``least`` tokens (``at_end``: a run that ends the list)."""
+    count = len(tokens)
+    for period in range(1, min(MAX_PERIOD, count // repeats) + 1):
+        # A run of ``matched`` tokens equal to the token ``period`` later is periodic over
+        # matched + period tokens: ``repeats`` copies when matched >= (repeats - 1) * period.
+        needed = max((repeats - 1) * period, least - period)
+        if at_end:
+            matched = 0
+            index = count - period - 1
+            while index >= 0 and tokens[index] == tokens[index + period]:
+                matched += 1
+                index -= 1
+            if matched >= needed:
+                return True
+            continue
+        matched = 0
+        for index in range(count - period):
+            if tokens[index] == tokens[index + period]:
+                matched += 1
+                if matched >= needed:
+                    return True
+            else:
+                matched = 0
+    return False
+
+
+def looping(text: str, *, truncated: bool = False) -> bool:
+    """Whether ``text`` loops (see the module docstring); ``truncated``: it hit its token
+    limit, where a span said twice at the very end is a loop cut short."""
+    tokens = words(text)
+    if repeated_span(tokens, LOOP_REPEATS, LOOP_WORDS):
+        return True
+    return truncated and repeated_span(tokens, 2, LOOP_WORDS, at_end=True)
+
+
+def ends_in_loop(text: str) -> bool:
+    """Whether ``text`` ends in a loop: what a model generating it is stopped for."""
+    return repeated_span(words(text), LOOP_REPEATS, LOOP_WORDS, at_end=True)
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+# --- the tool's own checks ---------------------------------------------------------------
+
+
+def values_at(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """Each (pointer, value) that ``path`` names in ``value``: ``a/*/b`` is ``b`` of every
+    item of the array ``a``. A path that leads nowhere names nothing."""
+    found: list[tuple[str, Any]] = [("", value)]
+    for step in path.split("/"):
+        following = []
+        for pointer, item in found:
+            if step == "*" and isinstance(item, list):
+                following += [(f"{pointer}/{index}", part) for index, part in enumerate(item)]
+            elif step != "*" and isinstance(item, Mapping) and step in item:
+                following.append((f"{pointer}/{step}", item[step]))
+        found = following
+    return ((pointer.lstrip("/"), item) for pointer, item in found)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _unchanged(answer: str, given: str) -> bool:
+    known = set(_lines(given))
+    added = sum(len(line) for line in _lines(answer) if line not in known)
+    return added < max(MIN_CHANGE, MIN_CHANGE_SHARE * len(answer.strip()))
+
+
+def _kept(answer: str, given: str) -> bool:
+    lines = _lines(given)
+    present = set(_lines(answer))
+    return not lines or sum(line in present for line in lines) >= KEPT_SHARE * len(lines)
+
+
+def _trigrams(tokens: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(tokens[index : index + 3]) for index in range(len(tokens) - 2)}
+
+
+def _quoted(quote: str, source: list[str]) -> bool:
+    """Whether each part of ``quote`` between ellipses is in ``source`` (its words)."""
+    return all(_said(words(part), source) for part in _ELLIPSIS_RE.split(quote))
+
+
+def _said(said: list[str], source: list[str]) -> bool:
+    if len(said) < 3:
+        return set(said) <= set(source)
+    found = _trigrams(source)
+    grams = [tuple(said[index : index + 3]) for index in range(len(said) - 2)]
+    return sum(gram in found for gram in grams) >= QUOTED_SHARE * len(grams)
+
+
+def problems(
+    output: Mapping[str, Any], inputs: Mapping[str, Any], checks: Mapping[str, Any]
+) -> list[str]:
+    """What ``output`` fails of the tool's ``checks`` (see the module docstring); [] when
+    it passes."""
+    found: list[str] = []
+    for kind, check in checks.items():
+        given = inputs.get(check["input"])
+        if not isinstance(given, str) or not given.strip():
+            continue
+        field = check["input"]
+        source = words(given) if kind == "quotes" else []
+        limit = len(_lines(given))
+        for path in check["output"]:
+            for pointer, value in values_at(output, path):
+                if kind == "at_most_lines":
+                    if isinstance(value, int) and value > limit:
+                        found.append(
+                            f"{pointer} is {value}, more than the {limit} lines of {field}"
+                        )
+                    continue
+                if not isinstance(value, str) or not value.strip():
+                    continue
+                if kind == "changes" and _unchanged(value, given):
+                    found.append(f"{pointer} hands {field} back unchanged")
+                elif kind == "keeps" and not _kept(value, given):
+                    found.append(f"{pointer} does not keep the lines of {field}")
+                elif kind == "quotes" and not _quoted(value, source):
+                    found.append(f"{pointer} is not a quote from {field}")
+    return found
+
+
+def _schema_at(schema: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
+    for step in path.split("/"):
+        schema = schema.get("items") if step == "*" else schema.get("properties", {}).get(step)
+        if not isinstance(schema, Mapping):
+            return None
+    return schema
+
+
+def _types(schema: Mapping[str, Any]) -> set[str]:
+    declared = schema.get("type")
+    return set(declared) if isinstance(declared, list) else {declared}
+
+
+def check_declared(
+    checks: Mapping[str, Any], inputs: Mapping[str, Any], output: Mapping[str, Any]
+) -> list[str]:
+    """Problems of a tool's ``checks``: an input that is not a text field of the tool, an
+    output path that names nothing of its output schema or a value of another type."""
+    found = []
+    fields = inputs.get("properties", {})
+    for kind, check in checks.items():
+        field = fields.get(check["input"])
+        if not isinstance(field, Mapping) or "string" not in _types(field):
+            found.append(f"checks.{kind}: {check['input']} is not a text input of the tool.")
+        for path in check["output"]:
+            target = _schema_at(output, path)
+            if target is None:
+                found.append(f"checks.{kind}: {path} is not in the output schema.")
+            elif KINDS[kind] not in _types(target):
+                found.append(f"checks.{kind}: {path} is not of type {KINDS[kind]}.")
+    return found

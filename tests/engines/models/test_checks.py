@@ -1,0 +1,129 @@
+"""What a text model's answer must pass: loops and the tools' own checks."""
+
+import json
+
+import pytest
+
+from catalogue import load_catalogue
+from engines.models import checks, llm
+
+SENTENCE = "The function returns a new list of the items that have not been seen before, in order."
+REVIEWS = "Love it.\nSync fails.\n\nSupport was quick.\nSync fails again after the update."
+
+
+# --- loops -------------------------------------------------------------------------------
+
+
+def test_a_sentence_said_over_and_over_is_a_loop():
+    assert checks.looping(f"Intro. {SENTENCE} {SENTENCE} {SENTENCE}")
+    assert checks.looping("It is " + "very " * 40 + "good.")
+
+
+def test_a_repeated_unit_test_is_a_loop():
+    test = (
+        "def test_clamp_keeps_values_within_bounds():\n"
+        "    assert clamp(5, 0, 10) == 5\n    assert clamp(-3, 0, 10) == 0\n\n"
+    )
+    assert checks.looping("```python\n" + test * 3 + "```")
+
+
+def test_a_sentence_said_twice_or_a_short_refrain_is_not_a_loop():
+    assert not checks.looping(f"Intro. {SENTENCE} {SENTENCE} Then it ends.")
+    assert not checks.looping("Na na na, hey hey hey. Goodbye.")
+
+
+def test_a_chorus_between_verses_is_not_a_loop():
+    chorus = "And I hear the sea in the traffic, rolling in on the evening rain. "
+    verses = [f"Verse {n}: a line about the harbour and the gulls, number {n}. " for n in range(3)]
+    assert not checks.looping(chorus.join(verses) + chorus)
+
+
+def test_twice_at_the_end_of_an_answer_cut_at_its_token_limit_is_a_loop():
+    text = f"Intro. {SENTENCE} {SENTENCE}"
+    assert not checks.looping(text)
+    assert checks.looping(text, truncated=True)
+    assert not checks.looping(f"{SENTENCE} {SENTENCE} And then something else.", truncated=True)
+
+
+def test_a_loop_is_seen_as_the_answer_is_written():
+    assert checks.ends_in_loop(f"Intro. {SENTENCE} {SENTENCE} {SENTENCE}")
+    assert not checks.ends_in_loop(f"{SENTENCE} {SENTENCE} {SENTENCE} Then a new thought came.")
+
+
+@pytest.mark.parametrize(
+    "slug", sorted(t.slug for t in load_catalogue() if t.engine in ("llm.chat", "vision.chat"))
+)
+def test_no_example_of_a_model_tool_loops_or_fails_its_checks(slug):
+    tool = load_catalogue().get(slug)
+    for example in tool.examples:
+        output = example["output"]
+        answer = json.dumps(output) if "text" not in output else output["text"]
+        assert not checks.looping(answer)
+        assert checks.problems(output, example["input"], tool.params.get("checks", {})) == []
+
+
+@pytest.mark.parametrize("slug", sorted(t.slug for t in load_catalogue() if "checks" in t.params))
+def test_the_declared_checks_name_inputs_and_outputs_of_their_tool(slug):
+    tool = load_catalogue().get(slug)
+    assert llm.check_params(tool.params, tool.inputs, tool.output) == []
+
+
+# --- the tools' own checks ---------------------------------------------------------------
+
+CODE = "def area(w, h):\n    return w * h"
+DOCUMENTED = 'def area(w, h):\n    """Return the area of a w by h rectangle."""\n    return w * h'
+
+
+def test_changes_refuses_the_input_handed_back():
+    check = {"changes": {"input": "code", "output": ["text"]}}
+    assert checks.problems({"text": CODE + "\n"}, {"code": CODE}, check) == [
+        "text hands code back unchanged"
+    ]
+    assert checks.problems({"text": DOCUMENTED}, {"code": CODE}, check) == []
+
+
+def test_keeps_refuses_an_answer_that_drops_the_input():
+    check = {"keeps": {"input": "code", "output": ["text"]}}
+    prose = "This function multiplies the width by the height."
+    assert checks.problems({"text": prose}, {"code": CODE}, check) == [
+        "text does not keep the lines of code"
+    ]
+    assert checks.problems({"text": DOCUMENTED}, {"code": CODE}, check) == []
+
+
+def test_at_most_lines_refuses_counts_beyond_the_inputs_lines():
+    check = {"at_most_lines": {"input": "responses", "output": ["read", "themes/*/count"]}}
+    output = {"read": 4, "themes": [{"count": 2}, {"count": 8}]}
+    assert checks.problems(output, {"responses": REVIEWS}, check) == [
+        "themes/1/count is 8, more than the 4 lines of responses"
+    ]
+
+
+def test_quotes_must_come_from_the_input_trimmed_filler_and_ellipses_allowed():
+    check = {"quotes": {"input": "text", "output": ["quotes/*"]}}
+    text = "I, um, I nearly closed the second shop. The fix was boring, and it saved us 22 percent."
+    good = ["I nearly closed the second shop.", "The fix was boring ... saved us 22 percent", ""]
+    assert checks.problems({"quotes": good}, {"text": text}, check) == []
+    invented = ["I'm going to make it work for you, I'm going to make it work"]
+    assert checks.problems({"quotes": invented}, {"text": text}, check) == [
+        "quotes/0 is not a quote from text"
+    ]
+
+
+def test_a_path_that_leads_nowhere_checks_nothing():
+    check = {"quotes": {"input": "text", "output": ["quotes/*/quote"]}}
+    assert checks.problems({"quotes": "not a list"}, {"text": "words"}, check) == []
+
+
+def test_check_declared_finds_names_that_are_not_there():
+    inputs = {"properties": {"code": {"type": "string"}, "count": {"type": "integer"}}}
+    output = {"properties": {"text": {"type": "string"}, "n": {"type": "integer"}}}
+    declared = {
+        "keeps": {"input": "count", "output": ["text", "missing"]},
+        "at_most_lines": {"input": "code", "output": ["text"]},
+    }
+    assert checks.check_declared(declared, inputs, output) == [
+        "checks.keeps: count is not a text input of the tool.",
+        "checks.keeps: missing is not in the output schema.",
+        "checks.at_most_lines: text is not of type integer.",
+    ]
