@@ -126,6 +126,11 @@ class Tool:
     def unavailable_reason(self) -> str | None:
         return engines.get_engine(self.engine).unavailable_reason()
 
+    @property
+    def best_with_provider(self) -> bool:
+        """It runs here on the embedded text model alone (``Engine.best_with_provider``)."""
+        return engines.get_engine(self.engine).best_with_provider()
+
     def validate(self, data: Any) -> dict[str, list[str]]:
         """Return field errors of ``data`` against the input schema; empty when it is valid.
 
@@ -200,6 +205,7 @@ class Tool:
             "examples": copy.deepcopy(self.examples),
             "available": reason is None,
             "unavailable_reason": reason,
+            "best_with_provider": reason is None and engine.best_with_provider(),
         }
 
 

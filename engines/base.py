@@ -92,6 +92,11 @@ class Engine:
             return f"Engine {self.name} needs the Python package(s) {', '.join(missing)}."
         return None
 
+    def best_with_provider(self) -> bool:
+        """Whether this engine runs here on the small embedded text model alone, whose
+        answers a configured model provider would make better (the catalogue says so)."""
+        return False
+
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 

@@ -67,16 +67,20 @@ class _Cards:
 
     def missing(self) -> dict[str, str]:
         """The engines that cannot run here and what they lack: "provider" (no model
-        provider is set) or "software" (a package is not installed). Settings and packages
-        rarely change while the app runs, and asking every engine costs about 0.3 ms (some
-        look for files), so the answer is kept for a few seconds."""
+        provider is set) or "software" (a package is not installed); or "embedded" for
+        those that run on the embedded text model alone, which a provider would improve.
+        Settings and packages rarely change while the app runs, and asking every engine
+        costs about 0.3 ms (some look for files), so the answer is kept for a few seconds."""
         now = time.monotonic()
         if now - self._missing_at >= AVAILABILITY_SECONDS:
             missing = {}
             for name in self._engines:
-                reason = engines.get_engine(name).unavailable_reason()
+                engine = engines.get_engine(name)
+                reason = engine.unavailable_reason()
                 if reason:
                     missing[name] = "provider" if "provider" in reason else "software"
+                elif engine.best_with_provider():
+                    missing[name] = "embedded"
             self._missing, self._missing_at = missing, now
         return self._missing
 

@@ -114,7 +114,9 @@ def _page(tool: Tool, *, status: int = 200, **context):
             environ.get("SERVER_NAME"),
             environ.get("SERVER_PORT"),
         )
-        body = _unfilled_page(tool, seen_at, request.script_root, tool.unavailable_reason)
+        body = _unfilled_page(
+            tool, seen_at, request.script_root, tool.unavailable_reason, tool.best_with_provider
+        )
         body = body.replace(_CSRF_SLOT, per_visitor["csrf"])
         body = body.replace(_ALLOWANCE_SLOT, per_visitor["allowance_html"])
         body = body.replace(_ACCOUNT_SLOT, per_visitor["account_link"])
@@ -141,6 +143,7 @@ def _page_context(tool: Tool, fields: list[FormField], values: dict, errors: dic
         "errors": errors,
         "runs_on": runs_on(tool),
         "reason": tool.unavailable_reason,
+        "best_with_provider": tool.best_with_provider,
     }
 
 
@@ -151,10 +154,13 @@ _ACCOUNT_SLOT = "\x00account\x00"
 
 
 @lru_cache(maxsize=1024)
-def _unfilled_page(tool: Tool, seen_at: tuple, script_root: str, reason: str | None) -> str:
+def _unfilled_page(
+    tool: Tool, seen_at: tuple, script_root: str, reason: str | None, embedded_only: bool
+) -> str:
     """The whole page of ``tool`` as first seen, for one address the site is seen at
     (``seen_at``: the scheme, Host header, server name and port its URLs are made from) and one
-    state of the tool's availability, with slots for the visitor's parts."""
+    state of the tool's availability (``reason``, ``embedded_only``: whether it is best with a
+    provider), with slots for the visitor's parts."""
     fields = _form_fields(tool)
     return render_template(
         "site/tool.html",

@@ -67,6 +67,11 @@ def unavailable_reason(capability: str) -> str | None:
     return _not_configured(capability)
 
 
+def embedded_only() -> bool:
+    """Whether text generation is served by the embedded model alone: no provider is set."""
+    return not providers.configured() and local_llm.unavailable_reason() is None
+
+
 def run(capability: str, links: Sequence[Link[T]]) -> T:
     """Call each link in order until one answers; ProviderUnavailable when none does."""
     if not links:

@@ -392,6 +392,9 @@ class LlmChatEngine(Engine):
     def unavailable_reason(self) -> str | None:
         return chain.unavailable_reason(chain.TEXT)
 
+    def best_with_provider(self) -> bool:
+        return chain.embedded_only()
+
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         return generate(inputs, params)
 

@@ -346,6 +346,26 @@ def test_an_unfit_embedded_answer_is_refused_with_503_and_gives_the_quota_back(
     assert who["usage"]["calls_today"] == 0  # the failed run gave its quota back
 
 
+def test_model_tools_are_best_with_a_provider_when_only_the_embedded_model_serves(
+    local_app, provider_app, monkeypatch
+):
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
+    slug = "review-response-writer"
+    local, served = local_app.test_client(), provider_app.test_client()
+
+    assert local.get(f"/v1/tools/{slug}").get_json()["best_with_provider"] is True
+    assert served.get(f"/v1/tools/{slug}").get_json()["best_with_provider"] is False
+    assert local.get("/v1/tools/word-counter").get_json()["best_with_provider"] is False
+    listed = {tool["slug"]: tool for tool in local.get("/v1/tools").get_json()["tools"]}
+    assert listed[slug]["best_with_provider"] and not listed["word-counter"]["best_with_provider"]
+
+    page = local.get(f"/tools/{slug}/").get_data(as_text=True)
+    assert "Best with an AI provider" in page and "runs on a small model embedded" in page
+    assert "Best with an AI provider" not in served.get(f"/tools/{slug}/").get_data(as_text=True)
+    cards = local.get("/tools/?category=text-generation").get_data(as_text=True)
+    assert "best with a provider" in cards
+
+
 # --- the real embedded model -------------------------------------------------------------
 
 

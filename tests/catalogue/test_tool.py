@@ -101,7 +101,7 @@ def test_to_public_describes_the_tool_for_the_api(catalogue):
     assert set(public) == {
         "slug", "name", "category", "summary", "required_plan", "credit_class", "credits",
         "queue", "input_schema", "primary_field", "output_schema", "examples", "available",
-        "unavailable_reason",
+        "unavailable_reason", "best_with_provider",
     }  # fmt: skip
     assert (public["slug"], public["category"], public["primary_field"]) == (
         "word-counter",
@@ -109,7 +109,7 @@ def test_to_public_describes_the_tool_for_the_api(catalogue):
         "text",
     )
     assert (public["credits"], public["queue"], public["available"]) == (1, False, True)
-    assert public["unavailable_reason"] is None
+    assert public["unavailable_reason"] is None and public["best_with_provider"] is False
     assert public["input_schema"] == tool.inputs and public["input_schema"] is not tool.inputs
 
 

@@ -43,6 +43,14 @@ class ToolSchema(ma.Schema):
     examples = ma.fields.List(ma.fields.Dict(), required=True)
     available = ma.fields.Boolean(required=True)
     unavailable_reason = ma.fields.String(required=True, allow_none=True)
+    best_with_provider = ma.fields.Boolean(
+        required=True,
+        metadata={
+            "description": "True when the tool runs here on the small embedded text model "
+            "alone (no model provider is configured): its answers are checked and an unfit "
+            "one is refused (503 embedded_model_unfit), but a provider gives better ones."
+        },
+    )
 
 
 class ToolListSchema(ma.Schema):
