@@ -1,11 +1,11 @@
-"""What a text model's answer must pass before a tool returns it.
+"""What the embedded text model's answer must pass before a tool returns it (``llm.accept``).
 
 A small model (the embedded SmolLM2) writes fluent text that can be wrong in ways a schema
 does not see: it loops, repeating a sentence until it runs out of tokens; it hands the input
 back instead of transforming it; it counts more mentions than the input has lines; it
 "quotes" words nobody wrote. So beyond the tool's output schema (``llm.shape``):
 
-- every answer is checked for a **loop** (``looping``): a span of words repeated back to back
+- its answer is checked for a **loop** (``looping``): a span of words repeated back to back
   ``LOOP_REPEATS`` times, covering at least ``LOOP_WORDS`` words (twice is enough at the end
   of an answer that hit its token limit). A song's chorus or a description block that lists
   the chapters again is repeated, but not back to back three times over;
@@ -25,9 +25,8 @@ back instead of transforming it; it counts more mentions than the input has line
       trimmed filler and ellipses allowed).
 
 ``problems`` answers what an output fails, as short phrases ("themes/0/count is 8, more than
-the 5 lines of responses"), which are logged and, for a provider, sent back with a request
-to answer again; ``check_declared`` finds checks that name no input or output (the catalogue
-tests run it on every tool).
+the 5 lines of responses"), which are logged; ``check_declared`` finds checks that name no
+input or output (the catalogue tests run it on every tool).
 """
 
 from __future__ import annotations

@@ -11,13 +11,15 @@ provider, then the embedded model) and is shaped by ``format``: ``text`` and ``m
 gives the JSON object the model wrote. A json tool's model is held to its output schema (a
 grammar, on the embedded model), and so is a list tool's on the embedded model.
 
-The answer must then pass the checks (``engines.models.checks``): it does not loop, and it
-passes the tool's own ``checks``. An answer that cannot be shaped or fails a check is asked
-for once more: a provider is told what was wrong; the embedded model is asked again afresh,
-sampled cooler and with stronger penalties against repetition (its context is too small to
-hold the failed answer too). A second failure is ProviderUnavailable("the model returned
-malformed output"), or, when the embedded model wrote it, ModelUnfit: the run is refused
-rather than answered with an output that is not fit to use.
+The embedded model's answer must also pass the checks (``engines.models.checks``): it does
+not loop, and it passes the tool's own ``checks``. (A configured provider is the model the
+operator chose: its answers are held to the format and schema alone, as they always were.)
+An answer that cannot be shaped or fails a check is asked for once more: a provider is told
+what was wrong; the embedded model is asked again afresh, sampled cooler and with stronger
+penalties against repetition (its context is too small to hold the failed answer too). A
+second failure is ProviderUnavailable("the model returned malformed output"), or, when the
+embedded model wrote it, ModelUnfit: the run is refused rather than answered with an output
+that is not fit to use.
 """
 
 from __future__ import annotations
@@ -60,7 +62,6 @@ _REPAIRS = {
     "list": 'Your answer had no list items. Reply again with only the list, one "- " item a line.',
     "json": "Your answer was not a valid JSON object{detail}. Reply again with only the object.",
 }
-_FAILED_CHECKS = "Your answer {detail}. Answer the request again, following its instructions."
 MALFORMED = "the model returned malformed output"
 
 _BULLET_RE = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|\(\d{1,3}\)|[a-zA-Z][.)])\s+(?P<item>.*\S)")
@@ -288,14 +289,18 @@ def accept(
     output_schema: Mapping[str, Any] | None = None,
     inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The tool output for ``answer`` once it passed the checks (see the module docstring);
-    MalformedOutput when it cannot be shaped, FailedChecks when it fails a check."""
+    """The tool output for ``answer``, the embedded model's once it passed the checks (see
+    the module docstring); MalformedOutput when it cannot be shaped, FailedChecks when it
+    fails a check."""
     format = params.get("format", DEFAULT_FORMAT)
-    if answer.finish_reason == "loop" or checks.looping(answer.text, truncated=answer.truncated):
+    if answer.embedded and (
+        answer.finish_reason == "loop" or checks.looping(answer.text, truncated=answer.truncated)
+    ):
         raise FailedChecks("repeats itself in a loop")
     output = shape(answer.text, format, output_schema if format == "json" else None)
-    found = checks.problems(output, inputs or {}, params.get("checks") or {})
-    if found:
+    if answer.embedded and (
+        found := checks.problems(output, inputs or {}, params.get("checks") or {})
+    ):
         raise FailedChecks("; ".join(found))
     return output
 
@@ -332,11 +337,7 @@ def converse(
             messages, temperature=temperature, max_tokens=max_tokens, response_format=held
         )
     else:
-        repair = (
-            _FAILED_CHECKS.format(detail=failed.detail)
-            if isinstance(failed, FailedChecks)
-            else _REPAIRS[format].format(detail=failed.detail)
-        )
+        repair = _REPAIRS[format].format(detail=failed.detail)
         messages = [
             *messages,
             {"role": "assistant", "content": answer.text},

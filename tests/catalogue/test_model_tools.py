@@ -8,7 +8,6 @@ import dataclasses
 import difflib
 import importlib.util
 import itertools
-import json
 import re
 import time
 
@@ -206,21 +205,9 @@ def assert_valid_output(tool: Tool, output: dict) -> None:
         assert all(item.strip() for item in output["items"])
 
 
-def example_answer(tool: Tool) -> str:
-    """The tool's example output as its model would write it."""
-    output = tool.examples[0]["output"]
-    if "text" in output:
-        return output["text"]
-    if tool.params.get("format") == "list":
-        return "\n".join(f"- {item}" for item in output["items"])
-    return json.dumps(output)
-
-
 @pytest.mark.parametrize("slug", MODEL_TOOLS)
 def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fake, slug):
     tool = load_catalogue().get(slug)
-    if "checks" in tool.params:  # the fake's made-up answer would fail them
-        fake.reply(example_answer(tool))
     before = len(fake.calls("/v1/chat/completions"))
 
     response = run_example(provider_app, slug)

@@ -450,23 +450,12 @@ def test_an_embedded_answer_handing_the_input_back_is_refused(local_answers):
         llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS)
 
 
-def test_a_provider_answer_failing_a_check_is_told_what_failed(ai_app, fake):
-    fake.reply(CODE["code"], 'def area(w, h):\n    """Area."""\n    return w * h')
+def test_a_providers_answer_is_held_to_its_format_alone(ai_app, fake):
+    fake.reply(CODE["code"], LOOP)
 
-    output = llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS)
-
-    assert '"""Area."""' in output["text"]
-    repair = sent_messages(fake, 1)[3]["content"]
-    assert repair.startswith("Your answer text hands code back unchanged.")
-
-
-def test_a_provider_answer_that_loops_twice_is_malformed_output(ai_app, fake):
-    fake.reply(LOOP, LOOP)
-    with pytest.raises(ProviderUnavailable) as caught:
-        run()
-    assert not isinstance(caught.value, ModelUnfit)
-    assert caught.value.message == llm.MALFORMED
-    assert "repeats itself in a loop" in sent_messages(fake, 1)[3]["content"]
+    assert llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS) == {"text": CODE["code"]}
+    assert run() == {"text": LOOP.strip()}
+    assert len(fake.calls("/v1/chat/completions")) == 2
 
 
 LIST_SCHEMA = {

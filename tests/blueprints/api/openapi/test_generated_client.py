@@ -216,6 +216,7 @@ def test_run_answers_and_problems_are_models(svc):
     assert set(attrs.fields_dict(RunResult)) == result
     assert set(attrs.fields_dict(RunRecord)) == result | {
         "error",
+        "model",
         "created_at",
         "started_at",
         "finished_at",
