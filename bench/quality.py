@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 RESULTS_FILE = ROOT / "bench" / "results" / "quality.json"
 # In the order the table shows them.
-FAMILIES = ("sentiment", "summary", "keyphrases", "language", "spelling", "ocr", "speech")
+FAMILIES = ("sentiment", "summary", "keyphrases", "language", "spelling", "ocr", "speech", "model")
 
 
 def _cell(value: float | None, unit: str) -> str:
