@@ -60,10 +60,9 @@ class RunErrorSchema(ma.Schema):
     code = ma.fields.String(
         required=True,
         metadata={
-            "enum": ["input", "provider", "model_unfit", "internal"],
-            "description": "What failed: the input (the run's answer was 422), every provider "
-            "(503 provider_unavailable), the embedded model's answers, which failed the tool's "
-            "checks (503 embedded_model_unfit), or the service (500).",
+            "description": "What failed: `input` (the run's answer was 422), `provider` "
+            "(503 provider_unavailable), `model_unfit` (the embedded model's answers failed "
+            "the tool's checks: 503 embedded_model_unfit) or `internal` (500).",
         },
     )
     message = ma.fields.String(required=True)
