@@ -496,6 +496,13 @@ def test_the_model_that_answered_is_noted(fake, local_answers):
     assert names == ["test"]
 
 
+def test_a_provider_only_capability_notes_its_configured_model(ai_app, fake):
+    with base.models_noted() as names:
+        chain.generate_images("a red square", n=1, size="256x256")
+        chain.embed(["a"])
+    assert names == ["gpt-image-1", "text-embedding-3-small"]
+
+
 # --- the embedded model's sampling, with a stand-in llama.cpp server ---------------------
 
 MESSAGES = [{"role": "user", "content": "Write a tagline."}]
