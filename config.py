@@ -70,6 +70,8 @@ class Config:
     AI_TIMEOUT_SECONDS = 60.0
     # The embedded text model: a GGUF file (default: the SmolLM2 wheel's own).
     LOCAL_LLM_GGUF: str | None = None
+    # A fixed seed for its sampling: the same input gets the same answer (None: random).
+    LOCAL_LLM_SEED: int | None = None
     # Outbound fetches of user-given URLs may reach private addresses (development only).
     FETCH_ALLOW_PRIVATE = False
     PUBLIC_BASE_URL: str | None = None
@@ -196,6 +198,7 @@ class Config:
                 for name in (
                     "WEB_ADDRESS_DAILY_CAP",
                     "TRUSTED_PROXIES",
+                    "LOCAL_LLM_SEED",
                     "ASSISTANT_MAX_QUESTION_CHARS",
                 )
                 if os.environ.get(name)

@@ -205,6 +205,9 @@ def complete(
         "stream_options": {"include_usage": True},
         **(INSISTING if insist else SAMPLING),
     }
+    seed = settings().get("LOCAL_LLM_SEED")
+    if seed is not None:  # reproducible answers; the second asking draws differently
+        request["seed"] = int(seed) + (1 if insist else 0)
     if response_format is not None:
         request["response_format"] = dict(response_format)
     answer = _Answer()

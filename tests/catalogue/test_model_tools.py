@@ -173,7 +173,11 @@ def provider_app(fake, tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_app(tmp_path_factory):
     """The embedded default with no provider: the embedded model serves text tools."""
-    with embedded_app_at(tmp_path_factory.mktemp("local") / "runs.db", AI_BASE_URL=None) as app:
+    # A fixed seed: the model's answers, and whether the checks refuse them, are the same
+    # on every run of the suite.
+    with embedded_app_at(
+        tmp_path_factory.mktemp("local") / "runs.db", AI_BASE_URL=None, LOCAL_LLM_SEED=7
+    ) as app:
         yield app
 
 

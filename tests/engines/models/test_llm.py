@@ -414,6 +414,18 @@ def test_the_embedded_smollm2_model_answers_for_real():
         assert local_llm.load() is local_llm.load()  # loaded once, shared
 
 
+@needs_local_model
+def test_a_fixed_seed_gives_the_same_answer_to_the_same_input():
+    ask = [{"role": "user", "content": "Write two sentences about a cat."}]
+
+    def answers(seed):
+        with make_app(None, LOCAL_LLM_SEED=seed).app_context():
+            return {local_llm.complete(ask, temperature=0.9, max_tokens=30).text for _ in range(3)}
+
+    assert len(answers(7)) == 1
+    assert len(answers(None)) > 1  # drawn afresh each time (three the same: about never)
+
+
 # --- checks, loops and the embedded model ------------------------------------------------
 
 LOOP = "Light that follows the sun, all day long and into the night. " * 4
