@@ -202,6 +202,15 @@ def _sentence_weights(sentences: list[str]) -> list[float]:
     return weights
 
 
+# A part counts as clearly felt from this normalized score on (either way): a text holding
+# one clearly positive and one clearly negative part is ``mixed``, whatever its label.
+CLEAR = 0.3
+
+
+def _mixed(scores: list[float]) -> bool:
+    return any(score >= CLEAR for score in scores) and any(score <= -CLEAR for score in scores)
+
+
 class SentimentEngine(Engine):
     name = "text.sentiment"
     requires = ("vaderSentiment",)
@@ -210,20 +219,33 @@ class SentimentEngine(Engine):
         text = inputs["text"]
         # Text without words ("👍") is rated whole, as VADER rates emoji.
         sentences = _text.quick_sentences(text) or [text.strip()]
-        valences = [_weighed(_clauses(sentence)) for sentence in sentences]
+        split = [_clauses(sentence) for sentence in sentences]
+        valences = [_weighed(clauses) for clauses in split]
         weights = _sentence_weights(sentences)
         compound = _normalize(sum(w * v for w, v in zip(weights, valences, strict=True)))
         shares = _vader().polarity_scores(text)
+        # Each clause's own score, before a contrast gave it its weight (a flat one in a
+        # contrast reads as the opposite of its other side).
+        parts = [_normalize(clause.valence) for clauses in split for clause in clauses]
         per_sentence = []
         if inputs["by_sentence"]:
-            for sentence, valence in zip(sentences, valences, strict=True):
+            for sentence, valence, clauses in zip(sentences, valences, split, strict=True):
                 score = _normalize(valence)
-                per_sentence.append(
-                    {"text": sentence, "compound": score, "label": _sentiment_label(score)}
-                )
+                rated = {"text": sentence, "compound": score, "label": _sentiment_label(score)}
+                if len(clauses) > 1:  # the sides of a contrast, each rated
+                    rated["clauses"] = [
+                        {
+                            "text": clause.text,
+                            "compound": (part := _normalize(clause.valence)),
+                            "label": _sentiment_label(part),
+                        }
+                        for clause in clauses
+                    ]
+                per_sentence.append(rated)
         return {
             "label": _sentiment_label(compound),
             "compound": compound,
+            "mixed": _mixed(parts),
             "positive": shares["pos"],
             "negative": shares["neg"],
             "neutral": shares["neu"],

@@ -56,6 +56,22 @@ def test_sentiment_weighs_the_clause_a_contrast_stresses(run, text):
     assert result["label"] == "negative" and result["compound"] < -0.1
 
 
+def test_a_text_with_clearly_positive_and_negative_parts_is_mixed(run):
+    text = "I absolutely love this product, but the delivery was painfully slow."
+    result = run("sentiment-analyzer", text=text)
+    assert result["label"] == "negative" and result["mixed"] is True
+    [sentence] = result["sentences"]
+    assert [(clause["text"], clause["label"]) for clause in sentence["clauses"]] == [
+        ("I absolutely love this product", "positive"),
+        ("the delivery was painfully slow.", "negative"),
+    ]
+    plain = run("sentiment-analyzer", text="Great food. Lovely music. We left at nine.")
+    assert plain["mixed"] is False
+    assert all("clauses" not in sentence for sentence in plain["sentences"])
+    # One clearly felt sentence and a mild one the other way is not mixed.
+    assert run("sentiment-analyzer", text="Awful service. The fries were okay.")["mixed"] is False
+
+
 def test_a_contrast_gives_a_flat_clause_the_other_polarity(run):
     # VADER knows no word of "the lid came off on day two"; the "but" says it disagrees.
     assert (
