@@ -28,7 +28,7 @@ from engines.audio import synthesis as speech
 from engines.base import Engine, EngineError, ProviderUnavailable
 from engines.blob import Blob
 from engines.documents.extract import DocumentExtractEngine
-from engines.models import chain, providers
+from engines.models import chain, llm, providers
 
 log = logging.getLogger(__name__)
 
@@ -252,8 +252,10 @@ _MARKUP_RE = re.compile(r"[*_#`>]+")
 
 
 def write_script(topic: str, scenes: int) -> str:
-    """A narration script about ``topic`` in ``scenes`` paragraphs, by the text model."""
-    answer = chain.chat(
+    """A narration script about ``topic`` in ``scenes`` paragraphs, by the text model, held
+    to the checks of every model answer (``llm.converse``: the embedded model's answer that
+    loops is asked for again, then refused)."""
+    answer = llm.converse(
         [
             {"role": "system", "content": _SCRIPT_SYSTEM},
             {
@@ -262,9 +264,8 @@ def write_script(topic: str, scenes: int) -> str:
                 "paragraphs, one per scene.",
             },
         ],
-        temperature=0.7,
-        max_tokens=120 * scenes,
-    )
+        {"format": "text", "temperature": 0.7, "max_tokens": 120 * scenes},
+    )["text"]
     paragraphs = [_clean_line(paragraph) for paragraph in _text.paragraphs(answer)]
     script = "\n\n".join(paragraph for paragraph in paragraphs if _text.words(paragraph))
     if not script:

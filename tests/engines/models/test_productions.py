@@ -8,7 +8,7 @@ from flask import Flask
 
 from config import Config
 from engines import get_engine
-from engines.base import EngineError, ProviderUnavailable
+from engines.base import EngineError, ModelUnfit, ProviderUnavailable
 from engines.blob import Blob
 from engines.models import breaker, productions, providers
 from tests.engines.fixtures import epub_document, solid_image, wav_seconds
@@ -185,7 +185,7 @@ def test_the_text_models_labels_and_markup_are_removed_from_a_script(monkeypatch
         "**Scene 1:** Sleep matters more than you think.\n\n"
         "Narrator: Keep a *regular* bedtime.\n\n# \n\nScene 3 - Put the phone away."
     )
-    monkeypatch.setattr(productions.chain, "chat", lambda messages, **options: answer)
+    _answers(monkeypatch, answer)
     script = productions.write_script("better sleep", 3)
     assert script == (
         "Sleep matters more than you think.\n\nKeep a regular bedtime.\n\n"
@@ -193,10 +193,36 @@ def test_the_text_models_labels_and_markup_are_removed_from_a_script(monkeypatch
     )
 
 
+def _answers(monkeypatch, *texts, embedded=False):
+    """The text model answers ``texts`` in turn (the last one again when asked more)."""
+    asked = []
+
+    def reply(messages, **options):
+        asked.append(messages)
+        text = texts[min(len(asked), len(texts)) - 1]
+        return providers.Completion(text, "test-model", "stop", embedded=embedded)
+
+    monkeypatch.setattr(productions.llm.chain, "reply", reply)
+    monkeypatch.setattr(productions.llm.chain, "insist_embedded", reply)
+    return asked
+
+
 def test_a_script_with_no_words_is_a_provider_failure(monkeypatch):
-    monkeypatch.setattr(productions.chain, "chat", lambda messages, **options: "**\n\n#")
+    _answers(monkeypatch, "**\n\n#")
     with pytest.raises(ProviderUnavailable, match="no usable script"):
         productions.write_script("anything", 3)
+
+
+def test_an_embedded_script_that_loops_is_asked_again_then_refused(monkeypatch):
+    loop = "Sleep is good for you and sleep is good for you. " * 12
+    asked = _answers(monkeypatch, loop, "Sleep matters.\n\nKeep a regular bedtime.", embedded=True)
+    assert productions.write_script("better sleep", 2) == (
+        "Sleep matters.\n\nKeep a regular bedtime."
+    )
+    assert len(asked) == 2
+    _answers(monkeypatch, loop, embedded=True)
+    with pytest.raises(ModelUnfit):
+        productions.write_script("better sleep", 2)
 
 
 def _video_inputs(**changes):
