@@ -22,7 +22,10 @@ back instead of transforming it; it counts more mentions than the input has line
       responses cannot exceed the responses given);
   ``quotes``
       each non-empty string at the paths is taken from the input (its words, in order:
-      trimmed filler and ellipses allowed).
+      trimmed filler and ellipses allowed);
+  ``links``
+      each string at the paths holds no web address the input does not hold (a small
+      model explaining code cites made-up project pages and documentation).
 
 ``problems`` answers what an output fails, as short phrases ("themes/0/count is 8, more than
 the 5 lines of responses"), which are logged; ``check_declared`` finds checks that name no
@@ -66,7 +69,15 @@ _CHECK = {
     },
 }
 # What each check reads at its output paths.
-KINDS = {"changes": "string", "keeps": "string", "at_most_lines": "integer", "quotes": "string"}
+KINDS = {
+    "changes": "string",
+    "keeps": "string",
+    "at_most_lines": "integer",
+    "quotes": "string",
+    "links": "string",
+}
+# ``links``: a web address, up to the space, quote or bracket that ends it.
+_LINK_RE = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`]+", re.IGNORECASE)
 CHECKS_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -217,7 +228,17 @@ def problems(
                     found.append(f"{pointer} does not keep the lines of {field}")
                 elif kind == "quotes" and not _quoted(value, source):
                     found.append(f"{pointer} is not a quote from {field}")
+                elif kind == "links" and (made_up := _new_links(value, given)):
+                    found.append(f"{pointer} links to {made_up[0]}, which {field} does not hold")
     return found
+
+
+def _new_links(answer: str, given: str) -> list[str]:
+    """The web addresses of ``answer`` that ``given`` does not hold (trailing punctuation
+    aside)."""
+    held = {link.rstrip(".,;:!?").lower() for link in _LINK_RE.findall(given)}
+    found = (link.rstrip(".,;:!?") for link in _LINK_RE.findall(answer))
+    return [link for link in found if link.lower() not in held]
 
 
 def _schema_at(schema: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:

@@ -110,6 +110,20 @@ def test_quotes_must_come_from_the_input_trimmed_filler_and_ellipses_allowed():
     ]
 
 
+def test_links_refuses_web_addresses_the_input_does_not_hold():
+    check = {"links": {"input": "code", "output": ["text"]}}
+    code = "# See https://docs.example.org/sum.\ndef total(xs):\n    return sum(xs)"
+    cited = "It sums the list, as https://docs.example.org/sum says."
+    assert checks.problems({"text": cited}, {"code": code}, check) == []
+    made_up = "pytest, by Alex Chen: https://github.com/alex-chen/testframework-jf\n"
+    assert checks.problems({"text": made_up}, {"code": code}, check) == [
+        "text links to https://github.com/alex-chen/testframework-jf, which code does not hold"
+    ]
+    assert checks.problems({"text": "See www.made-up.dev."}, {"code": code}, check) == [
+        "text links to www.made-up.dev, which code does not hold"
+    ]
+
+
 def test_a_path_that_leads_nowhere_checks_nothing():
     check = {"quotes": {"input": "text", "output": ["quotes/*/quote"]}}
     assert checks.problems({"quotes": "not a list"}, {"text": "words"}, check) == []
