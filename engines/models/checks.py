@@ -25,7 +25,12 @@ back instead of transforming it; it counts more mentions than the input has line
       trimmed filler and ellipses allowed);
   ``links``
       each string at the paths holds no web address the input does not hold (a small
-      model explaining code cites made-up project pages and documentation).
+      model explaining code cites made-up project pages and documentation);
+  ``tests``
+      for Python code given (the input parses and defines functions or classes): each
+      string at the paths holds Python code that parses, defines a test (``test_*`` or a
+      ``Test*`` class) and calls one of the given functions or classes without defining its
+      own of the same name (a small model "tests" a stand-in it wrote).
 
 ``problems`` answers what an output fails, as short phrases ("themes/0/count is 8, more than
 the 5 lines of responses"), which are logged; ``check_declared`` finds checks that name no
@@ -34,6 +39,7 @@ input or output (the catalogue tests run it on every tool).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -75,6 +81,7 @@ KINDS = {
     "at_most_lines": "integer",
     "quotes": "string",
     "links": "string",
+    "tests": "string",
 }
 # ``links``: a web address, up to the space, quote or bracket that ends it.
 _LINK_RE = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`]+", re.IGNORECASE)
@@ -230,6 +237,8 @@ def problems(
                     found.append(f"{pointer} is not a quote from {field}")
                 elif kind == "links" and (made_up := _new_links(value, given)):
                     found.append(f"{pointer} links to {made_up[0]}, which {field} does not hold")
+                elif kind == "tests" and (fault := _tests_fault(value, given)):
+                    found.append(f"{pointer} {fault} of {field}")
     return found
 
 
@@ -239,6 +248,56 @@ def _new_links(answer: str, given: str) -> list[str]:
     held = {link.rstrip(".,;:!?").lower() for link in _LINK_RE.findall(given)}
     found = (link.rstrip(".,;:!?") for link in _LINK_RE.findall(answer))
     return [link for link in found if link.lower() not in held]
+
+
+# A fenced code block of an answer: its body.
+_FENCE_RE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def _python(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _tests_fault(answer: str, given: str) -> str | None:
+    """What is wrong with ``answer`` as tests of the Python code ``given`` (see ``tests`` in
+    the module docstring); None when it passes or ``given`` is not Python that defines
+    something to test."""
+    source = _python(given)
+    if source is None:
+        return None
+    tested = {
+        node.name
+        for node in source.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    if not tested:
+        return None
+    blocks = _FENCE_RE.findall(answer) or [answer]
+    trees = [tree for tree in map(_python, blocks) if tree is not None]
+    if not trees:
+        return "holds no Python code that parses, for the tests"
+    defined = {
+        node.name
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    if not any(name.startswith(("test", "Test")) for name in defined):
+        return "defines no test"
+    if redefined := sorted(defined & tested):
+        return f"defines its own {redefined[0]} instead of testing the one"
+    called = {
+        node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    if not called & tested:
+        return "calls none of the functions"
+    return None
 
 
 def _schema_at(schema: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:

@@ -124,6 +124,38 @@ def test_links_refuses_web_addresses_the_input_does_not_hold():
     ]
 
 
+def test_tests_must_parse_and_call_the_given_code_not_a_stand_in():
+    check = {"tests": {"input": "code", "output": ["text"]}}
+    code = "def is_even(n):\n    return n % 2 == 0"
+    good = "```python\nfrom even import is_even\n\ndef test_two():\n    assert is_even(2)\n```"
+    assert checks.problems({"text": good}, {"code": code}, check) == []
+    unittest = (
+        "```python\nimport unittest\n\nclass TestEven(unittest.TestCase):\n"
+        "    def test_two(self):\n        self.assertTrue(is_even(2))\n```"
+    )
+    assert checks.problems({"text": unittest}, {"code": code}, check) == []
+    # What the embedded model wrote: a stand-in it tests, prose, a test of nothing given.
+    stand_in = "```python\ndef is_even():\n    return False\n\nassert is_even() == False\n```"
+    json_like = 'pytest -f pattern = {\n  "test": {"name": "is_even"}\n}'
+    nothing = "```python\ndef test_math():\n    assert 1 + 1 == 2\n```"
+    assert [
+        checks.problems({"text": text}, {"code": code}, check)
+        for text in (stand_in, json_like, nothing)
+    ] == [
+        ["text defines no test of code"],
+        ["text holds no Python code that parses, for the tests of code"],
+        ["text calls none of the functions of code"],
+    ]
+    redefines = (
+        "```python\ndef is_even(n):\n    return True\n\ndef test_it():\n    assert is_even(3)\n```"
+    )
+    assert checks.problems({"text": redefines}, {"code": code}, check) == [
+        "text defines its own is_even instead of testing the one of code"
+    ]
+    # Code in another language is not looked at.
+    assert checks.problems({"text": "anything"}, {"code": "function f() { return 1 }"}, check) == []
+
+
 def test_a_path_that_leads_nowhere_checks_nothing():
     check = {"quotes": {"input": "text", "output": ["quotes/*/quote"]}}
     assert checks.problems({"quotes": "not a list"}, {"text": "words"}, check) == []
