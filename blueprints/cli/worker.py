@@ -157,6 +157,7 @@ def work_until_stopped(new_worker, sleep=time.sleep) -> None:
     wait = _FIRST_WAIT
     while True:
         started = time.monotonic()
+        worker = None
         try:
             worker = new_worker()  # it names its connection in Redis
             worker.work(with_scheduler=True)
@@ -175,6 +176,8 @@ def work_until_stopped(new_worker, sleep=time.sleep) -> None:
         # lost, and the next worker ran on. While it waits, a stop ends the command.
         previous = {signum: signal.signal(signum, _stop) for signum in _STOP_SIGNALS}
         try:
+            if getattr(worker, "stop_asked", False):  # asked for just before ours came in
+                return
             sleep(wait)
         except StopRequested:
             return

@@ -3,6 +3,7 @@
 import os
 import signal
 
+import pytest
 import redis
 from rq.exceptions import StopRequested
 
@@ -82,3 +83,29 @@ def test_a_sigterm_while_waiting_ends_the_command_whatever_the_last_worker_left_
         assert noted == ["noted"]
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_stop_noted_by_the_last_worker_after_it_returned_ends_the_command():
+    """A SIGTERM between the worker's return and the command's own handlers reaches the
+    worker's handler, which only takes note (``stop_asked``)."""
+
+    class NotedLate(_Worker):
+        reads = 0
+
+        @property
+        def stop_asked(self):  # noted after the command first looked
+            self.reads += 1
+            return self.reads > 1
+
+        @stop_asked.setter
+        def stop_asked(self, value):
+            pass
+
+    made = []
+
+    def new_worker():
+        made.append(NotedLate(None))
+        return made[-1]
+
+    work_until_stopped(new_worker, sleep=lambda _s: pytest.fail("waited"))
+    assert len(made) == 1
