@@ -106,19 +106,6 @@ def _has_images(messages: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
-def chat(
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    temperature: float,
-    max_tokens: int,
-    response_format: Mapping[str, Any] | None = None,
-) -> str:
-    """A chat completion's text from the first link that answers (see ``reply``)."""
-    return reply(
-        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
-    ).text
-
-
 def reply(
     messages: Sequence[Mapping[str, Any]],
     *,

@@ -161,19 +161,6 @@ def load() -> Any:
     return _server(path, os.getpid())
 
 
-def chat(
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    temperature: float,
-    max_tokens: int,
-    response_format: Mapping[str, Any] | None = None,
-) -> str:
-    """One chat completion from the embedded model; the answer's text (see ``complete``)."""
-    return complete(
-        messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
-    ).text
-
-
 def complete(
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -277,7 +264,7 @@ class _Answer:
                 self.finish_reason = choice.get("finish_reason") or self.finish_reason
             return False
         except BaseException as error:  # noqa: BLE001 - raised again once llama.cpp returns
-            # xllamacpp would swallow it (and stop): keep it for chat() to raise.
+            # xllamacpp would swallow it (and stop): keep it for complete() to raise.
             self.raised = error
             return True
 

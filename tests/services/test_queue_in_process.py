@@ -258,11 +258,11 @@ def test_the_embedded_model_stops_generating_when_told(app, monkeypatch):
 
     monkeypatch.setattr(local_llm, "stop_requested", stop_after_five)
     with stop_signal(stop), pytest.raises(ProviderUnavailable, match="ran out of time"):
-        local_llm.chat(
+        local_llm.complete(
             [{"role": "user", "content": "Count from 1 to 2000, one number per line."}],
             temperature=0,
             max_tokens=1500,
         )
     assert told and next(chunks) == 6  # no chunk came after the stop
-    answer = local_llm.chat([{"role": "user", "content": "Hi"}], temperature=0, max_tokens=5)
-    assert isinstance(answer, str)
+    answer = local_llm.complete([{"role": "user", "content": "Hi"}], temperature=0, max_tokens=5)
+    assert isinstance(answer.text, str)

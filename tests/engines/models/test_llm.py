@@ -337,7 +337,7 @@ def test_chat_with_images_skips_the_local_model(fake, local_answers):
     messages = [{"role": "user", "content": [{"type": "text", "text": "Describe."}, image]}]
     fake.fail_next(3, status=503)
     with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable) as caught:
-        chain.chat(messages, temperature=0, max_tokens=10)
+        chain.reply(messages, temperature=0, max_tokens=10)
     assert caught.value.message.startswith("No image understanding provider could serve")
     assert local_answers == []
 
@@ -408,7 +408,7 @@ def test_the_embedded_smollm2_model_answers_for_real():
 
         assert output["items"] and all(item.strip() for item in output["items"])
         with pytest.raises(EngineError, match=r"too long for the embedded model \(\d+ tokens"):
-            local_llm.chat(
+            local_llm.complete(
                 [{"role": "user", "content": "word " * 3000}], temperature=0, max_tokens=5
             )
         assert local_llm.load() is local_llm.load()  # loaded once, shared
