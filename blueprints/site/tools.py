@@ -60,16 +60,17 @@ def allowance_html(current: allowance.Allowance) -> Markup:
     return Markup(render_template("site/_allowance.html", allowance=current))
 
 
-def account_link() -> str:
-    """The header's "Sign in" or "Account" link for this visitor."""
+def account_link() -> Markup:
+    """The header's "Sign in" or "Account" link for this visitor (markup: the page rendered
+    whole, not from its cached first view, puts it in as it is)."""
     if may_be_signed_in() and current_user.is_authenticated:
-        return render_template("site/_account_link.html")
+        return Markup(render_template("site/_account_link.html"))
     return _signed_out_link()
 
 
 @lru_cache(maxsize=1)
-def _signed_out_link() -> str:
-    return render_template("site/_account_link.html")
+def _signed_out_link() -> Markup:
+    return Markup(render_template("site/_account_link.html"))
 
 
 def _tool_or_404(slug: str) -> Tool:

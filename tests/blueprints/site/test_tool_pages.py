@@ -94,6 +94,21 @@ def test_fill_example_fills_the_form(app):
     assert text.split("\n")[0] in html
 
 
+def test_the_header_links_sign_in_on_every_view_of_a_tool_page(app):
+    """The page rendered whole (a run's result, a filled example) put the header's link in
+    escaped: visitors read '<a href="/account/login" >Sign in</a>' as text."""
+    client = visitor(app)
+    pages = (
+        client.get("/tools/word-counter/"),  # the cached first view
+        client.get("/tools/word-counter/?example=1"),
+        run(client, text=TEXT),
+    )
+    for page in pages:
+        html = page.get_data(as_text=True)
+        assert '<a href="/account/login" >Sign in</a>' in html
+        assert "&lt;a href" not in html
+
+
 def test_a_text_tool_runs_and_its_output_renders(app):
     client = visitor(app)
     response = run(client, text=TEXT)
