@@ -97,8 +97,9 @@ class Config:
     # while one request reloads it: services/keys.py); revocation and plan changes reach
     # every process within twice this time (the promise is one second).
     KEY_CACHE_SECONDS = 0.5
-    # Inline runs' rows are written in batches this often (0: before the request ends).
-    RUN_RECORD_DELAY = 0.05
+    # Inline runs' rows are written in batches this often (0: before the request ends); they
+    # are in the run journal meanwhile (services/recorder.py).
+    RUN_RECORD_DELAY = 0.5
     # A journaled run no process wrote within this many seconds is written by a worker's
     # maintenance (services/recorder.py).
     RUN_JOURNAL_GRACE_SECONDS = 20.0

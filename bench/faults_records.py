@@ -49,6 +49,7 @@ from faults import (
 )
 
 sys.path.insert(0, str(ROOT))
+from config import Config  # noqa: E402
 from tests.fakes.postgres_server import PrivatePostgres  # noqa: E402
 from tests.fakes.redis_server import RedisServer  # noqa: E402
 
@@ -282,7 +283,7 @@ def records_under_fault(fault: str, seconds: float = 10, clients: int = 8) -> Re
 
             at_half = {"kill-web": kill_one_worker, "pg-crash": crash_the_database}[fault]
             result = load(port, raw_key, seconds, clients, at_half)
-            time.sleep(1)  # the surviving processes' last batches
+            time.sleep(2 * Config.RUN_RECORD_DELAY + 0.5)  # the survivors' last batches
             after_load = missing_rows(env["DATABASE_URL"], result.run_ids)
             journaled = redis.Redis.from_url(env["REDIS_URL"]).xlen("runs:journal")
             notes.append(f"journal entries left at the end of the load: {journaled}")

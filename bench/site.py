@@ -59,6 +59,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
+from config import Config  # noqa: E402
+
+# How long after its answer an inline run's row is surely in the database: its batch is
+# written within twice RUN_RECORD_DELAY (services/recorder.py).
+BATCHES_WRITTEN = 2 * Config.RUN_RECORD_DELAY + 0.3
+
 from bench.api_overhead import (  # noqa: E402
     RESULTS_DIR,
     Measurement,
@@ -585,7 +591,7 @@ def bench_worker_class(worker_class: str, loadgen, args) -> dict:
             verify(site.port, target, request)
         targets = {"bare": (bare, hello)}
         targets.update({target: (site, request) for target, request in requests.items()})
-        time.sleep(0.5)  # the checks' runs are written in batches (RUN_RECORD_DELAY)
+        time.sleep(BATCHES_WRITTEN)  # the checks' runs are written in batches
         runs_before = sum(web_runs().values())
         keys_before = redis_keys()
         sent = Counting(loadgen, "run")
@@ -593,7 +599,7 @@ def bench_worker_class(worker_class: str, loadgen, args) -> dict:
     finally:
         bare.stop()
         site.stop()
-    time.sleep(0.5)
+    time.sleep(BATCHES_WRITTEN)
     runs = web_runs()
     recorded = sum(runs.values()) - runs_before
     return {

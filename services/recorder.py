@@ -4,12 +4,16 @@ database in batches after it.
 An inline tool run is a few milliseconds of work; committing its two rows one request at a
 time cost more than the run itself (bench/README.md). Each process therefore buffers the
 rows and writes them in one transaction once the oldest has waited ``RUN_RECORD_DELAY``
-seconds: under load, a request that recorded rows writes the batch after its answer has
-been sent; when requests stop, a background thread writes what is left. (A background
-thread writing every batch cost more: it fought the request threads for the GIL, and a
-tool run took 7 to 8 % more CPU in all, measured under load in two paired runs.) With a
-delay of 0 (the tests' setting) the rows are written as the request ends, after the view's
-own commit, through the same code.
+seconds (half a second: each commit waits for its WAL to reach the disk, and at 50 ms an
+inline run cost about a tenth more CPU in all, the database's and the disk's included,
+measured in paired runs of bench/api_overhead.py). With threads, under load, a request that
+recorded rows writes the batch after its answer has been sent; when requests stop, a
+background thread writes what is left. (A background thread writing every batch cost more:
+it fought the request threads for the GIL, and a tool run took 7 to 8 % more CPU in all,
+measured under load in two paired runs.) Under gevent (the web command) that thread is a
+greenlet, which fights nobody for the GIL: it writes every batch, and no client's
+connection waits for one. With a delay of 0 (the tests' setting) the rows are written as
+the request ends, after the view's own commit, through the same code.
 
 A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost with
 a database that crashes before it reached the disk. So nothing is answered before the run's
@@ -46,6 +50,7 @@ from functools import cache
 import orjson
 import redis
 from flask import Flask, after_this_request, current_app, has_request_context
+from gevent.monkey import is_module_patched
 from psycopg.pq import TransactionStatus
 from sqlalchemy import DateTime, Engine, Table, exc
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -113,7 +118,7 @@ class RunJournal:
 
     def forget(self, entries: list[str]) -> None:
         if entries:
-            self.client.xdel(self.STREAM, *entries)
+            self._connections.execute("XDEL", self.STREAM, *entries)
 
     def find_run(self, run_id: str) -> dict | None:
         """The ``runs`` row of run ``run_id`` among the newest ``_SEARCHED`` entries (a run
@@ -152,6 +157,9 @@ class RunRecorder:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
+        # Under gevent (the web command) the writer "thread" is a greenlet: it fights nobody
+        # for the GIL, and writes every batch, so that no request's connection waits for one.
+        self._cooperative = is_module_patched("threading")
 
     def record(self, run: dict, ledger: dict | None = None, in_flight: str = "") -> None:
         """Record an inline run's ``runs`` row, and its usage ledger row: journaled (or
@@ -185,7 +193,11 @@ class RunRecorder:
             self._buffered += len(rows)
         if self.delay > 0:
             self._ensure_thread()
-            if has_request_context() and time.monotonic() - self._since >= self.delay:
+            if (
+                not self._cooperative
+                and has_request_context()
+                and time.monotonic() - self._since >= self.delay
+            ):
                 after_this_request(self._flush_once_sent)  # the batch is due
         elif has_request_context():
             # After the view has committed its own transaction, still inside the request.

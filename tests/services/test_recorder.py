@@ -84,6 +84,33 @@ def test_under_load_a_request_writes_the_due_batch_once_its_answer_is_sent(
     assert db.session.get(Run, third) is None  # a new batch, not yet due
 
 
+def test_under_gevent_no_request_writes_a_batch_the_background_writer_does(
+    app, client, make_key, monkeypatch
+):
+    """Under the web command's gevent worker the writer is a greenlet (no GIL to fight): a
+    due batch is left to it, so that no client's connection waits for the database."""
+    monkeypatch.setattr(recorder_module, "is_module_patched", lambda name: name == "threading")
+    recorder = RunRecorder(app, delay=0.2)
+    assert recorder._cooperative
+    started = []
+    monkeypatch.setattr(recorder, "_ensure_thread", lambda: started.append(True))
+    monkeypatch.setitem(app.extensions, "run_recorder", recorder)
+    raw = make_key()
+    body = {"slug": "word-counter", "input": "One two three."}
+    ids = []
+    for _ in range(2):
+        with client.post("/v1/tools/run", json=body, headers=auth(raw)) as response:
+            assert response.status_code == 200
+            ids.append(response.get_json()["run_id"])
+        time.sleep(0.25)  # the first run's row is due at the second request
+    db.session.rollback()
+    assert [db.session.get(Run, run_id) for run_id in ids] == [None, None]
+    assert started  # the background writer was asked for
+    recorder._flush_if_due()  # what its loop does every delay
+    db.session.rollback()
+    assert [db.session.get(Run, run_id).status for run_id in ids] == ["succeeded"] * 2
+
+
 def test_a_failed_write_keeps_the_rows_for_the_next_flush(app, client, make_key, monkeypatch):
     account_id = _account_id(client, make_key)
     recorder = RunRecorder(app, delay=3600)
