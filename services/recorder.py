@@ -4,9 +4,9 @@ database in batches after it.
 An inline tool run is a few milliseconds of work; committing its two rows one request at a
 time cost more than the run itself (bench/README.md). Each process therefore buffers the
 rows and writes them in one transaction once the oldest has waited ``RUN_RECORD_DELAY``
-seconds (half a second: each commit waits for its WAL to reach the disk, and at 50 ms an
-inline run cost about a tenth more CPU in all, the database's and the disk's included,
-measured in paired runs of bench/api_overhead.py). With threads, under load, a request that
+seconds (half a second: each commit waits for its WAL to reach the disk, and with a batch
+every 50 ms an inline run cost about 7 % more CPU in all, the database's and the disk's
+included, measured in 30 paired rounds of bench/api_overhead.py). With threads, under load, a request that
 recorded rows writes the batch after its answer has been sent; when requests stop, a
 background thread writes what is left. (A background thread writing every batch cost more:
 it fought the request threads for the GIL, and a tool run took 7 to 8 % more CPU in all,
