@@ -6,14 +6,14 @@ time cost more than the run itself (bench/README.md). Each process therefore buf
 rows and writes them in one transaction once the oldest has waited ``RUN_RECORD_DELAY``
 seconds (half a second: each commit waits for its WAL to reach the disk, and with a batch
 every 50 ms an inline run cost about 7 % more CPU in all, the database's and the disk's
-included, measured in 30 paired rounds of bench/api_overhead.py). With threads, under load, a request that
-recorded rows writes the batch after its answer has been sent; when requests stop, a
-background thread writes what is left. (A background thread writing every batch cost more:
-it fought the request threads for the GIL, and a tool run took 7 to 8 % more CPU in all,
-measured under load in two paired runs.) Under gevent (the web command) that thread is a
-greenlet, which fights nobody for the GIL: it writes every batch, and no client's
-connection waits for one. With a delay of 0 (the tests' setting) the rows are written as
-the request ends, after the view's own commit, through the same code.
+included, measured in 30 paired rounds of bench/api_overhead.py). With threads, under
+load, a request that recorded rows writes the batch after its answer has been sent; when
+requests stop, a background thread writes what is left. (A background thread writing every
+batch cost more: it fought the request threads for the GIL, and a tool run took 7 to 8 %
+more CPU in all, measured under load in two paired runs.) Under gevent (the web command)
+that thread is a greenlet, which fights nobody for the GIL: it writes every batch, and no
+client's connection waits for one. With a delay of 0 (the tests' setting) the rows are
+written as the request ends, after the view's own commit, through the same code.
 
 A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost with
 a database that crashes before it reached the disk. So nothing is answered before the run's
