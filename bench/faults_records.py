@@ -53,6 +53,10 @@ from config import Config  # noqa: E402
 from tests.fakes.postgres_server import PrivatePostgres  # noqa: E402
 from tests.fakes.redis_server import RedisServer  # noqa: E402
 
+# How long after its answer an inline run's rows are surely written by a process that is
+# alive: its batch is written within twice RUN_RECORD_DELAY (services/recorder.py).
+BATCHES_WRITTEN = 2 * Config.RUN_RECORD_DELAY + 0.3
+
 RUN_PATH = "/v1/public/tools/word-counter/run"
 # The worker's maintenance, quicker than production's (15 s sweeps, a 20 s journal grace) so
 # that a run takes seconds; the figures it prints are times, not these settings.
@@ -283,7 +287,7 @@ def records_under_fault(fault: str, seconds: float = 10, clients: int = 8) -> Re
 
             at_half = {"kill-web": kill_one_worker, "pg-crash": crash_the_database}[fault]
             result = load(port, raw_key, seconds, clients, at_half)
-            time.sleep(2 * Config.RUN_RECORD_DELAY + 0.5)  # the survivors' last batches
+            time.sleep(BATCHES_WRITTEN)  # the surviving processes' last batches
             after_load = missing_rows(env["DATABASE_URL"], result.run_ids)
             journaled = redis.Redis.from_url(env["REDIS_URL"]).xlen("runs:journal")
             notes.append(f"journal entries left at the end of the load: {journaled}")
@@ -313,7 +317,7 @@ def redis_loss(limit: int = 5) -> dict:
             redis.Redis.from_url(redis_server.url).flushall()
             # The web processes' key cache (0.5 s), and their batches: the calls made just
             # before the loss are counted again from the database once written (README).
-            time.sleep(max(0.6, 2 * Config.RUN_RECORD_DELAY + 0.2))
+            time.sleep(max(0.6, BATCHES_WRITTEN))
             admitted["after FLUSHALL"] = _spend(port, raw_key, limit * 2)
         fresh = RedisServer()
         fresh.start()
