@@ -380,6 +380,16 @@ def _why_not_json(data: bytes, error: orjson.JSONDecodeError, what: str) -> str:
             )
     if message == "depth limit exceeded":
         return _too_deep(what)
+    if message == "failed to allocate memory":
+        # orjson's reader reserves room by the body's length, and a malformed body that opens
+        # many arrays or objects (one cut short, say) runs out of it before the fault is
+        # found: the stdlib says what and where it is.
+        try:
+            json.loads(data)
+        except RecursionError:
+            return _too_deep(what)
+        except ValueError as stdlib:
+            return f"{what} is not valid JSON: {stdlib}."
     if "surrogate" in message:
         return (
             f"{what} is not valid JSON: the string at {where} holds an unpaired surrogate "
