@@ -33,7 +33,7 @@ def test_help_names_every_option():
 
 
 @pytest.mark.skipif(not (HAVE_PG and HAVE_REDIS), reason="needs PostgreSQL and Redis")
-def test_short_run_reports_every_target_and_counts_the_runs(tmp_path):
+def test_short_run_reports_every_target_and_counts_the_runs(tmp_path, site_bench_alone):
     output = tmp_path / "site.json"
     done = run_bench(
         "--duration", "1", "--rounds", "1", "--warmup", "1", "--connections", "4",

@@ -22,7 +22,7 @@ def test_help_names_the_dashboard_options():
 
 
 @pytest.mark.skipif(not (HAVE_PG and HAVE_REDIS), reason="needs PostgreSQL and Redis")
-def test_the_dashboard_scenario_reports_each_target(tmp_path):
+def test_the_dashboard_scenario_reports_each_target(tmp_path, site_bench_alone):
     output = tmp_path / "site.json"
     done = subprocess.run(
         [sys.executable, str(BENCH), "--dashboard", "only", "--dashboard-requests", "5",
