@@ -333,16 +333,21 @@ def register_catalogue(app: Flask) -> None:
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
+def request_id_for(incoming: str | None) -> str:
+    """A request's id: the caller's ``X-Request-Id`` when it is 1-128 of ``A-Za-z0-9._-``,
+    else a new one (32 hex digits, as a UUID's)."""
+    if incoming and _REQUEST_ID.fullmatch(incoming):  # match() lets "id\n" through
+        return incoming
+    return os.urandom(16).hex()
+
+
 def register_request_ids(app: Flask) -> None:
     # On every request: the objects behind the proxies, taken once (blueprints/api/pipeline.py
     # says why).
     @app.before_request
     def assign_request_id():
         incoming = request._get_current_object().environ.get("HTTP_X_REQUEST_ID")
-        if incoming and _REQUEST_ID.fullmatch(incoming):  # match() lets "id\n" through
-            g._get_current_object().request_id = incoming
-        else:  # 32 hex digits, as a UUID's
-            g._get_current_object().request_id = os.urandom(16).hex()
+        g._get_current_object().request_id = request_id_for(incoming)
 
     @app.after_request
     def add_request_id(response):

@@ -28,6 +28,10 @@ What this class adds to gunicorn's ``gevent`` worker:
   ``MAX_CONTENT_LENGTH`` is not read (the app answers ``413`` and the connection is closed);
   a chunked body that grows past it is answered ``413`` at once. ``Expect: 100-continue`` is
   answered before the body is read.
+- **Problem documents for what gunicorn refuses to read** (a malformed request line or
+  header, a bad chunk, a request line or headers over gunicorn's limits, an unknown
+  transfer coding): the status gunicorn chose, with its message as the ``detail`` of an
+  ``application/problem+json`` answer like the app's, instead of gunicorn's HTML page.
 - **At most ``--threads`` requests in the app at once per worker** (the Procfile: 32),
   each run by one of that many long-lived greenlets; a request read in full waits its
   turn. The app was built for a fixed set of long-lived threads: the per-minute limit's
@@ -47,9 +51,12 @@ Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker --threads 32 ... 
 
 from __future__ import annotations
 
+import contextlib
+import html
 import io
 import json
 import os
+import re
 import ssl
 import tempfile
 import time
@@ -73,6 +80,19 @@ READ_SIZE = 64 * 1024
 # How long a new connection may wait before its first request begins (a client or router
 # that opens one sends at once; idle connections cost a slot of ``--worker-connections``).
 FIRST_REQUEST_IDLE = 2.0
+# The problem code of each status gunicorn answers a request it could not read with
+# (``handle_error``); each has its page (blueprints/api/problem_types.py).
+ERROR_PAGE_CODES = {
+    400: "bad_request",
+    403: "forbidden",
+    414: "uri_too_long",
+    417: "expectation_failed",
+    431: "request_headers_too_large",
+    500: "internal_error",
+    501: "transfer_coding_not_supported",
+}
+# gunicorn's error page: its status line, and its message after the heading.
+_ERROR_PAGE = re.compile(rb"^HTTP/1\.1 (\d{3}) .*?</h1>\s*(.*?)\s*</body>", re.S)
 
 
 def request_timeout() -> float:
@@ -251,11 +271,38 @@ class BufferedGeventWorker(GeventWorker):
                 req.body = self._read_body(req, sock, length, deadline)
         return self._run_in_app_greenlet(listener_name, req, sock, addr)
 
+    def handle_error(self, req, client, addr, exc):
+        """gunicorn's answer to a request it could not read (or that failed outside the
+        app), as a problem document: gunicorn logs it and picks the status and message, on
+        a stand-in for the client; the client gets them as ``application/problem+json``."""
+        page = _ErrorPage()
+        super().handle_error(req, page, addr, exc)
+        req = req or getattr(exc, "req", None)  # a header gunicorn refused: the request so far
+        found = _ERROR_PAGE.match(page.data)
+        status = int(found[1]) if found else 500
+        if status not in ERROR_PAGE_CODES:  # one a later gunicorn may answer
+            status = 400 if status < 500 else 500
+        detail = html.unescape(found[2].decode("latin-1")) if found else ""
+        if not detail:  # gunicorn says nothing of a failure of its own (500)
+            detail = (
+                "The request could not be read as HTTP."
+                if status < 500
+                else "The server failed to answer this request."
+            )
+        answer = _problem_answer(status, ERROR_PAGE_CODES[status], detail, self._base_url(req),
+                                 _header(req, "X-REQUEST-ID"))  # fmt: skip
+        with gevent.Timeout(1, False), contextlib.suppress(OSError):  # the client went away
+            client.sendall(answer)
+
     def _base_url(self, req) -> str:
-        """This service's address as the app would write it (for a problem's type URI)."""
+        """This service's address as the app would write it (for a problem's type URI);
+        without a request read far enough to name its host, none (the URI is then relative
+        to the request's)."""
         config = getattr(self.wsgi, "config", None) or {}
-        host = next((value for name, value in req.headers if name == "HOST"), "localhost")
-        return config.get("PUBLIC_BASE_URL") or f"{req.scheme}://{host}"
+        if config.get("PUBLIC_BASE_URL"):
+            return config["PUBLIC_BASE_URL"]
+        host = _header(req, "HOST")
+        return f"{req.scheme}://{host}" if host else ""
 
     def _read_body(self, req, sock, length: int | None, deadline: float) -> Body:
         """The whole body, read by ``deadline`` (else 408 and the connection closed)."""
@@ -275,9 +322,10 @@ class BufferedGeventWorker(GeventWorker):
                 size += len(chunk)
                 if size > limit:  # chunked, and longer than the app takes
                     spool.close()
-                    _answer_and_close(sock, 413, "payload_too_large",
-                                      f"The body is larger than {limit} bytes.",
-                                      self._base_url(req))  # fmt: skip
+                    _answer_and_close(
+                        sock, 413, "payload_too_large", f"The body is larger than {limit} bytes.",
+                        self._base_url(req), _header(req, "X-REQUEST-ID"),
+                    )  # fmt: skip
                 spool.write(chunk)
         except _Expired as error:
             if error is not expired:
@@ -288,7 +336,7 @@ class BufferedGeventWorker(GeventWorker):
             _answer_and_close(
                 sock, 408, "request_timeout",
                 f"The request was not received in full within {self.request_timeout:g} s.",
-                self._base_url(req),
+                self._base_url(req), _header(req, "X-REQUEST-ID"),
             )  # fmt: skip
         finally:
             timer.close()
@@ -299,20 +347,58 @@ class BufferedGeventWorker(GeventWorker):
         return Body(spool)
 
 
-def _answer_and_close(sock, status: int, code: str, detail: str, base_url: str):
+class _ErrorPage:
+    """Stands in for the client while gunicorn writes its error page; keeps what it wrote."""
+
+    def __init__(self):
+        self.data = b""
+
+    def gettimeout(self) -> float:
+        return 0.0  # gunicorn then writes with one ``sendall``
+
+    def sendall(self, data: bytes) -> None:
+        self.data += data
+
+
+def _header(req, name: str) -> str | None:
+    """The request's header ``name`` (upper case, as gunicorn keeps them), or None; also
+    when gunicorn could not read the request far enough to have it."""
+    return next((value for key, value in getattr(req, "headers", None) or () if key == name), None)
+
+
+def _answer_and_close(
+    sock, status: int, code: str, detail: str, base_url: str, request_id: str | None
+):
     """Answer ``status`` with a problem document as the app writes them (best effort, one
     second at most), then end the connection (gunicorn closes it on StopIteration)."""
+    with gevent.Timeout(1, False):
+        sock.sendall(_problem_answer(status, code, detail, base_url, request_id))
+    raise StopIteration
+
+
+def _problem_answer(
+    status: int, code: str, detail: str, base_url: str, request_id: str | None
+) -> bytes:
+    """A whole HTTP answer that closes the connection: ``status`` with a problem document
+    as the app writes them, and its request id (the caller's ``X-Request-Id`` when the app
+    would take it: ``request_id``)."""
     try:
+        from app import request_id_for
         from blueprints.api.problems import problem_type_uri
     except ImportError:  # another app than this project's
 
         def problem_type_uri(code: str, base_url: str) -> str:
             return "about:blank"
 
+        def request_id_for(incoming: str | None) -> str:
+            return os.urandom(16).hex()
+
     reason = HTTPStatus(status).phrase
+    request_id = request_id_for(request_id)
     document = {
         "code": code,
         "detail": detail,
+        "request_id": request_id,
         "status": status,
         "title": reason,
         "type": problem_type_uri(code, base_url),
@@ -320,8 +406,7 @@ def _answer_and_close(sock, status: int, code: str, detail: str, base_url: str):
     body = json.dumps(document, separators=(",", ":")).encode() + b"\n"
     head = (
         f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: application/problem+json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: application/problem+json\r\nContent-Length: {len(body)}\r\n"
+        f"X-Request-Id: {request_id}\r\n\r\n"
     )
-    with gevent.Timeout(1, False):
-        sock.sendall(head.encode() + body)
-    raise StopIteration
+    return head.encode() + body

@@ -1,4 +1,5 @@
-"""Slow and idle clients cannot starve the Procfile's web command (issue 13).
+"""Slow and idle clients cannot starve the Procfile's web command (issue 13), and what it
+cannot read as HTTP is answered with a problem document.
 
 The real web command runs (read from the Procfile by ``bench/faults.py``, bound to a
 loopback port) on the test database and Redis, with ``WEB_REQUEST_TIMEOUT`` shortened so
@@ -6,6 +7,7 @@ that the bound on a half-sent request can be seen within the test.
 """
 
 import json
+import re
 import socket
 import time
 
@@ -213,3 +215,67 @@ def test_a_new_connection_that_sends_nothing_is_closed_soon(web):
     started = time.monotonic()
     assert exchange(web, b"", timeout=10) == b""
     assert 1.5 <= time.monotonic() - started <= 2 + SLACK
+
+
+@needs_pg
+@needs_redis
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "code", "said"),
+    [
+        (b"GARBAGE\r\n\r\n", 400, "bad_request", "Invalid Request Line"),
+        (b"GET /v1/tools HTTP/9.9\r\nHost: x\r\n\r\n", 400, "bad_request", "HTTP Version"),
+        (b"GET /v1/tools HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, "bad_request",
+         "Invalid HTTP Header: 'Bad Header'"),
+        (b"POST /v1/tools/run HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+         b"Content-Length: 7\r\n\r\n12345", 400, "bad_request", "CONTENT-LENGTH"),
+        (b"POST /v1/tools/run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"ZZ\r\nabc\r\n0\r\n\r\n", 400, "bad_request", "Invalid chunk size"),
+        (b"POST /v1/tools/run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br\r\n\r\n", 501,
+         "transfer_coding_not_supported", "br"),
+        (b"POST /v1/tools/run HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 2\r\n"
+         b"\r\n{}", 417, "expectation_failed", "magic"),
+        (b"GET /v1/tools?" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long",
+         "Request Line is too large"),
+        (b"GET /v1/tools HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 9000 + b"\r\n\r\n", 431,
+         "request_headers_too_large", "Error parsing headers"),
+    ],
+    ids=["request-line", "version", "header", "two-lengths", "chunk", "coding", "expect",
+         "long-line", "long-header"],
+)  # fmt: skip
+def test_what_gunicorn_cannot_read_is_answered_with_a_problem_document(
+    web, request_bytes, status, code, said
+):
+    """gunicorn's own refusals, before the app is called, are problem documents as the
+    app's are (they were HTML pages), each with its code's page."""
+    answer = exchange(web, request_bytes)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), answer[:300]
+    assert b"\r\nContent-Type: application/problem+json\r\n" in head + b"\r\n"
+    assert b"\r\nConnection: close\r\n" in head + b"\r\n"
+    problem = json.loads(body)
+    assert problem["status"] == status and problem["code"] == code
+    assert said in problem["detail"]
+    assert re.fullmatch(r"[0-9a-f]{32}", problem["request_id"])
+    assert f"\r\nX-Request-Id: {problem['request_id']}\r\n".encode() in head + b"\r\n"
+    path = f"/docs/problems/{code.replace('_', '-')}"
+    assert problem["type"] == f"http://127.0.0.1:{web}{path}"
+    page = exchange(web, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    assert page.startswith(b"HTTP/1.1 200 "), page[:300]
+
+
+@needs_pg
+@needs_redis
+def test_a_refusal_before_the_app_keeps_the_callers_request_id(web):
+    """As the app does, the caller's X-Request-Id names an answer the app never saw when it
+    is one the app would take: gunicorn's (a bad chunk) and the worker's (a body that did
+    not arrive in time)."""
+    head = (
+        b"POST /v1/tools/run HTTP/1.1\r\nHost: x\r\nX-Request-Id: trace-7.a_b\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    for body, code in ((b"ZZ\r\nabc\r\n0\r\n\r\n", "bad_request"), (b"10\r\n{", "request_timeout")):
+        answer = exchange(web, head + body, timeout=REQUEST_TIMEOUT + 5)
+        problem = json.loads(answer.partition(b"\r\n\r\n")[2])
+        assert problem["code"] == code, answer[:300]
+        assert problem["request_id"] == "trace-7.a_b"
+        assert b"\r\nX-Request-Id: trace-7.a_b\r\n" in answer

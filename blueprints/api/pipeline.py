@@ -244,6 +244,16 @@ def read_body(*, max_bytes: int) -> tuple[dict, dict[str, FileStorage]]:
     this_request = request._get_current_object()
     if (this_request.content_length or 0) > max_bytes:
         raise too_large(max_bytes)
+    coding = this_request.environ.get("HTTP_CONTENT_ENCODING", "").strip()
+    if coding and coding.lower() != "identity":
+        # Read as it came, a compressed body was refused as JSON that is not UTF-8.
+        raise Problem(
+            415,
+            "unsupported_media_type",
+            f"The body is sent with Content-Encoding: {coding[:40]}, which is not decoded "
+            "here: send it uncompressed.",
+            headers={"Accept-Encoding": "identity"},
+        )
     mimetype = this_request.mimetype
     if mimetype == "multipart/form-data":
         files, form = this_request.files, this_request.form

@@ -56,6 +56,13 @@ _TYPES = (
         "tool's required_plan).",
     ),
     ProblemType(
+        "forbidden", (403,), "Refused before it was read",
+        "The server refused the connection's request before reading it: a TLS handshake "
+        "that failed, or a PROXY protocol line from an address it does not trust.",
+        "Connect through the service's public address (its router or proxy), over TLS where "
+        "it asks for it.",
+    ),
+    ProblemType(
         "not_found", (404,), "No such endpoint",
         "There is no API endpoint at this path.",
         "Check the path against the API reference (every path starts with /v1).",
@@ -157,9 +164,23 @@ _TYPES = (
         "Send less text per request, or send a large file as a URL the service fetches.",
     ),
     ProblemType(
+        "uri_too_long", (414,), "The request line is too long",
+        "The request line (method, path and query string) is longer than the server reads: "
+        "4,094 bytes.",
+        "Send long values in a JSON body (POST) rather than in the path or the query string.",
+    ),
+    ProblemType(
         "unsupported_media_type", (415,), "Unsupported body type",
-        "The body is neither JSON nor a multipart form.",
-        "Send Content-Type: application/json, or multipart/form-data for file uploads.",
+        "The body is neither JSON nor a multipart form, or it is compressed "
+        "(a Content-Encoding such as gzip, which the API does not decode).",
+        "Send Content-Type: application/json, or multipart/form-data for file uploads, "
+        "uncompressed.",
+    ),
+    ProblemType(
+        "expectation_failed", (417,), "Unsupported Expect header",
+        "The request's Expect header asks for something other than 100-continue, the only "
+        "expectation the server meets.",
+        "Send Expect: 100-continue, or no Expect header.",
     ),
     ProblemType(
         "validation_failed", (422,), "Invalid input",
@@ -186,9 +207,21 @@ _TYPES = (
         "Wait until resets_at, or upgrade to a plan with a larger daily quota.",
     ),
     ProblemType(
+        "request_headers_too_large", (431,), "The headers are too large",
+        "A header is longer than the server reads (8,190 bytes), or the request has more "
+        "than 100 headers.",
+        "Send fewer or shorter headers (a large cookie, say); send data in the body instead.",
+    ),
+    ProblemType(
         "internal_error", (500,), "Something went wrong on our side",
         "An unexpected error; nothing was charged for a run that failed this way.",
         "Retry later; if it persists, report it with the request_id.",
+    ),
+    ProblemType(
+        "transfer_coding_not_supported", (501,), "Unsupported transfer coding",
+        "The body was sent with a Transfer-Encoding other than chunked (gzip, say), which "
+        "the server does not read.",
+        "Send the body with a Content-Length, or with Transfer-Encoding: chunked alone.",
     ),
     ProblemType(
         "provider_unavailable", (503,), "The capability cannot be served right now",

@@ -7,6 +7,7 @@ route with every method, with and without a valid key, and finds no 500: every e
 problem+json with the documented fields.
 """
 
+import gzip
 import json
 import logging
 import re
@@ -316,6 +317,24 @@ def test_refusals_say_why(data, said):
 def test_a_utf8_byte_order_mark_is_ignored(client, make_key):
     response = post_json(client, make_key(), SLUG_RUN, b'\xef\xbb\xbf{"input": "one two"}')
     assert response.status_code == 200
+
+
+def test_a_compressed_body_is_415_naming_its_coding_and_uses_no_quota(client, make_key):
+    """A gzip body was read as it came and refused as JSON that is not UTF-8 (byte 0x1f)."""
+    raw = make_key()
+    body = b'{"input": "one two"}'
+    for coding, data in (("gzip", gzip.compress(body)), ("br", body), ("GZIP, identity", body)):
+        response = post_json(client, raw, SLUG_RUN, data, **{"Content-Encoding": coding})
+        assert response.status_code == 415, response.get_data()
+        problem = response.get_json()
+        assert problem["code"] == "unsupported_media_type"
+        assert f"Content-Encoding: {coding}," in problem["detail"]
+        assert response.headers["Accept-Encoding"] == "identity"
+    for coding in ("identity", " Identity "):
+        response = post_json(client, raw, SLUG_RUN, body, **{"Content-Encoding": coding})
+        assert response.status_code == 200
+    usage = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert usage["usage"]["calls_today"] == 2
 
 
 # --- headers -------------------------------------------------------------------------------

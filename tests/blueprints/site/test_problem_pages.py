@@ -9,6 +9,7 @@ from markupsafe import escape
 from blueprints.api.problem_types import PROBLEM_TYPES
 from blueprints.api.problems import _HTTP_CODES
 from tests.conftest import auth
+from web_worker import ERROR_PAGE_CODES
 
 ROOT = Path(__file__).resolve().parents[3]
 # A code where a problem is made: Problem(<status>, "<code>", ...), code="<code>", or the
@@ -22,7 +23,7 @@ def codes_in_the_code_base() -> set[str]:
     sources = [*ROOT.glob("blueprints/**/*.py"), *ROOT.glob("services/*.py"), ROOT / "app.py"]
     sources.append(ROOT / "web_worker.py")
     found = {match[2] for path in sources for match in RAISED.findall(path.read_text())}
-    return found | set(_HTTP_CODES.values())
+    return found | set(_HTTP_CODES.values()) | set(ERROR_PAGE_CODES.values())
 
 
 def test_every_code_the_api_answers_has_a_page():
