@@ -37,7 +37,7 @@ browser:
 run: $(VENV)/.installed
 	APP_ENV=development $(BIN)/flask --app app db upgrade
 	APP_ENV=development $(BIN)/flask --app app accounts demo
-	APP_ENV=development $(BIN)/flask --app app run --port $(PORT)
+	APP_ENV=development PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://localhost:$(PORT)} $(BIN)/flask --app app run --port $(PORT)
 
 # The whole suite, against PostgreSQL and Redis when they are reachable (required in CI), on
 # TEST_PROCESSES processes (pytest-xdist): most of its time is waiting on servers, workers and

@@ -165,6 +165,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     if test_config:
         app.config.update(test_config)
     register_secret_key(app)
+    register_public_address(app)
     register_engine_settings()
     register_logging(app)
     register_extensions(app)
@@ -191,6 +192,14 @@ def register_secret_key(app: Flask) -> None:
     app.config["SECRET_KEY"] = key_file.read_text().strip()
 
 
+def register_public_address(app: Flask) -> None:
+    """Every absolute URL is built on PUBLIC_BASE_URL (required outside development), and
+    outside development a request for another host is refused (services/urls.py)."""
+    from services import urls
+
+    urls.configure(app.config)
+
+
 def engine_settings() -> Mapping[str, Any]:
     """The settings the engines read: the current app's config; outside an app context (a
     script, a thread of its own), the defaults overlaid with the environment."""
@@ -206,10 +215,18 @@ def register_engine_settings() -> None:
 
 
 def register_logging(app: Flask) -> None:
+    from services.keys import RedactSecrets
+
     if not app.debug and not logging.getLogger().handlers:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+    # The access logs write request lines whole: a key sent in the query string (refused,
+    # 401) is not written with them.
+    for name in ("werkzeug", "gunicorn.access"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(known, RedactSecrets) for known in logger.filters):
+            logger.addFilter(RedactSecrets())
 
 
 def register_extensions(app: Flask) -> None:

@@ -74,7 +74,11 @@ class Config:
     LOCAL_LLM_SEED: int | None = None
     # Outbound fetches of user-given URLs may reach private addresses (development only).
     FETCH_ALLOW_PRIVATE = False
+    # The address clients reach the service at: every absolute URL it hands out is built on
+    # it (services/urls.py); required outside development. TRUSTED_HOSTS (comma-separated)
+    # names other hosts requests may come to (a second domain); any other Host is a 400.
     PUBLIC_BASE_URL: str | None = None
+    TRUSTED_HOSTS: list[str] | None = None
     # Generated files (services/storage.py): "database" (the default) or "s3"; setting
     # S3_BUCKET alone selects "s3". Without S3 keys, boto3's own chain is used (AWS_* variables,
     # a profile, an instance role). S3_ENDPOINT_URL points at MinIO, R2, Wasabi and the like.
@@ -177,6 +181,11 @@ class Config:
                 if os.environ.get(name)
             },
             "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
+            **(
+                {"TRUSTED_HOSTS": os.environ["TRUSTED_HOSTS"]}
+                if os.environ.get("TRUSTED_HOSTS", "").strip()
+                else {}
+            ),
             "MAIL_URL": os.environ.get("MAIL_URL") or None,
             **({"MAIL_FROM": os.environ["MAIL_FROM"]} if os.environ.get("MAIL_FROM") else {}),
             **_storage_settings(),

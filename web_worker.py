@@ -268,7 +268,16 @@ class BufferedGeventWorker(GeventWorker):
                 req.force_close()  # the app answers 413; its body is not read
             else:
                 deadline = getattr(sock, "deadline", 0.0) or time.monotonic() + self.request_timeout
-                req.body = self._read_body(req, sock, length, deadline)
+                req.body, size = self._read_body(req, sock, length, deadline)
+                if length is None:
+                    # Read whole, a chunked body is handed on as one of declared length: the
+                    # app bounds it as it bounds any other (413 past an endpoint's limit).
+                    req.headers = [
+                        (name, value)
+                        for name, value in req.headers
+                        if name not in ("TRANSFER-ENCODING", "CONTENT-LENGTH")
+                    ]
+                    req.headers.append(("CONTENT-LENGTH", str(size)))
         return self._run_in_app_greenlet(listener_name, req, sock, addr)
 
     def handle_error(self, req, client, addr, exc):
@@ -289,23 +298,21 @@ class BufferedGeventWorker(GeventWorker):
                 if status < 500
                 else "The server failed to answer this request."
             )
-        answer = _problem_answer(status, ERROR_PAGE_CODES[status], detail, self._base_url(req),
+        answer = _problem_answer(status, ERROR_PAGE_CODES[status], detail, self._base_url(),
                                  _header(req, "X-REQUEST-ID"))  # fmt: skip
         with gevent.Timeout(1, False), contextlib.suppress(OSError):  # the client went away
             client.sendall(answer)
 
-    def _base_url(self, req) -> str:
-        """This service's address as the app would write it (for a problem's type URI);
-        without a request read far enough to name its host, none (the URI is then relative
-        to the request's)."""
+    def _base_url(self) -> str:
+        """This service's address as the app writes it (for a problem's type URI): its
+        ``PUBLIC_BASE_URL``, never the request's Host (another app: none, the URI is then
+        relative)."""
         config = getattr(self.wsgi, "config", None) or {}
-        if config.get("PUBLIC_BASE_URL"):
-            return config["PUBLIC_BASE_URL"]
-        host = _header(req, "HOST")
-        return f"{req.scheme}://{host}" if host else ""
+        return config.get("PUBLIC_BASE_URL") or ""
 
-    def _read_body(self, req, sock, length: int | None, deadline: float) -> Body:
-        """The whole body, read by ``deadline`` (else 408 and the connection closed)."""
+    def _read_body(self, req, sock, length: int | None, deadline: float) -> tuple[Body, int]:
+        """The whole body and its size, read by ``deadline`` (else 408 and the connection
+        closed)."""
         if req._expected_100_continue:
             sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
             req._expected_100_continue = False  # gunicorn would send it again
@@ -324,7 +331,7 @@ class BufferedGeventWorker(GeventWorker):
                     spool.close()
                     _answer_and_close(
                         sock, 413, "payload_too_large", f"The body is larger than {limit} bytes.",
-                        self._base_url(req), _header(req, "X-REQUEST-ID"),
+                        self._base_url(), _header(req, "X-REQUEST-ID"),
                     )  # fmt: skip
                 spool.write(chunk)
         except _Expired as error:
@@ -336,7 +343,7 @@ class BufferedGeventWorker(GeventWorker):
             _answer_and_close(
                 sock, 408, "request_timeout",
                 f"The request was not received in full within {self.request_timeout:g} s.",
-                self._base_url(req), _header(req, "X-REQUEST-ID"),
+                self._base_url(), _header(req, "X-REQUEST-ID"),
             )  # fmt: skip
         finally:
             timer.close()
@@ -344,7 +351,7 @@ class BufferedGeventWorker(GeventWorker):
             spool.close()
             raise NoMoreData(b"")  # the client went away mid-body: gunicorn closes quietly
         spool.seek(0)
-        return Body(spool)
+        return Body(spool), size
 
 
 class _ErrorPage:

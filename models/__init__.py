@@ -1,6 +1,6 @@
 """The SQLAlchemy models, split by domain; this module only re-exports them."""
 
-from models.account import ROLES, Account, Invitation, Membership, User
+from models.account import ROLES, Account, Invitation, Membership, User, UserSession
 from models.agency import Embed, WhiteLabel
 from models.api_key import ApiKey
 from models.assistant import AssistantAnswer
@@ -28,6 +28,7 @@ __all__ = [
     "StoredFile",
     "UsageDaily",
     "UsageEvent",
+    "UserSession",
     "User",
     "WebhookDelivery",
     "WhiteLabel",

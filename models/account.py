@@ -47,6 +47,11 @@ class User(db.Model):
 
     memberships: Mapped[list["Membership"]] = relationship(back_populates="user")
 
+    # The signed-in browser session this user object was loaded for or signed in under
+    # (a UserSession's id, never stored here): part of get_id, so of the session cookie and
+    # the remember cookie.
+    session_id = ""
+
     def set_password(self, password: str) -> None:
         self.password_hash = generate_password_hash(password)
 
@@ -59,7 +64,19 @@ class User(db.Model):
     is_anonymous = False
 
     def get_id(self) -> str:
-        return f"{self.id}.{self.session_token}"
+        return f"{self.id}.{self.session_token}.{self.session_id}"
+
+
+class UserSession(db.Model):
+    """One signed-in browser session of a user, live while its row exists: signing out
+    deletes it, so a copy of the session's cookies signs no one in afterwards. Only the
+    SHA-256 of its id is kept (the id travels in the signed session and remember cookies)."""
+
+    __tablename__ = "user_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Membership(db.Model):

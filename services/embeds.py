@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
-from flask import current_app, request
+from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 from markupsafe import escape
 from sqlalchemy import func, select
@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 from catalogue import Tool, load_catalogue
 from extensions import db
 from models import Account, ApiKey, Embed, Run
-from services import allowance, clock, keys, ratelimit, runs
+from services import allowance, clock, keys, ratelimit, runs, urls
 from services.keys import KeyContext
 from services.plans import get_plan
 
@@ -332,30 +332,25 @@ def run_keys(account_id: int) -> list[ApiKey]:
     return [key for key, _email in keys.working_keys(account_id) if not key.sandbox]
 
 
-def base_url() -> str:
-    """Where pages reach this service: ``PUBLIC_BASE_URL`` when set, else the request's."""
-    return current_app.config.get("PUBLIC_BASE_URL") or request.url_root
+def embed_url(embed: Embed) -> str:
+    return urls.absolute(f"/embed/{embed.public_id}")
 
 
-def embed_url(embed: Embed, base_url: str) -> str:
-    return f"{base_url.rstrip('/')}/embed/{embed.public_id}"
+def loader_url() -> str:
+    return urls.absolute("/embed/v1/loader.js")
 
 
-def loader_url(base_url: str) -> str:
-    return f"{base_url.rstrip('/')}/embed/v1/loader.js"
-
-
-def snippet(embed: Embed, base_url: str) -> str:
+def snippet(embed: Embed) -> str:
     """The two lines a page adds to show the widget."""
     tool = load_catalogue().get(embed.tool_slug)
     title = escape(tool.name if tool is not None else embed.name)
     return (
         f'<div data-svc-embed="{embed.public_id}" data-title="{title}"></div>\n'
-        f'<script src="{loader_url(base_url)}" async></script>'
+        f'<script src="{loader_url()}" async></script>'
     )
 
 
-def describe(embed: Embed, base_url: str) -> dict:
+def describe(embed: Embed) -> dict:
     """The widget as the API answers it."""
     return {
         "id": embed.id,
@@ -368,8 +363,8 @@ def describe(embed: Embed, base_url: str) -> dict:
         "daily": embed.daily,
         "enabled": embed.enabled,
         "api_key_id": embed.api_key_id,
-        "embed_url": embed_url(embed, base_url),
-        "snippet": snippet(embed, base_url),
+        "embed_url": embed_url(embed),
+        "snippet": snippet(embed),
         "created_at": clock.as_utc(embed.created_at),
         "updated_at": clock.as_utc(embed.updated_at),
     }

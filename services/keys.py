@@ -14,6 +14,7 @@ daily quota, and the limit is what keeps per-key quotas honest: DESIGN.md sectio
 
 import base64
 import hashlib
+import logging
 import re
 import secrets
 import string
@@ -93,6 +94,34 @@ _KEY_SHAPE = re.compile(rf"{KEY_PREFIX}[A-Za-z0-9]{{{KEY_RANDOM_LENGTH}}}")
 
 def looks_like_key(raw: str) -> bool:
     return _KEY_SHAPE.fullmatch(raw) is not None
+
+
+# What may carry a key in a logged line: a key's shape, whole or cut short, and the value of
+# a query parameter that names a key or token (``?api_key=...``, however it is spelt).
+_SECRET_IN_TEXT = re.compile(
+    rf"{KEY_PREFIX}[A-Za-z0-9]{{16,}}"
+    r"|(?<=[?&;])((?:api[_-]?key|key|token|access[_-]?token|secret|password)=)[^&\s\"]+",
+    re.IGNORECASE,
+)
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every key and every value of a key-like query parameter replaced by
+    ``[redacted]`` (for log lines: a request line's query string is logged as sent)."""
+    return _SECRET_IN_TEXT.sub(lambda found: (found[1] or KEY_PREFIX) + "[redacted]", text)
+
+
+class RedactSecrets(logging.Filter):
+    """A logging filter that writes its records with ``redact_secrets`` applied: on the
+    access logs (werkzeug's server on the embedded default, gunicorn's when enabled), which
+    write the request line whole."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = redact_secrets(message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
 
 
 def new_webhook_secret() -> str:

@@ -25,7 +25,6 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from flask import url_for
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
@@ -35,6 +34,7 @@ from models import ROLES, Account, Invitation, Membership, User
 from services import accounts, clock, users
 from services.mail import send_mail
 from services.plans import all_plans, get_plan
+from services.urls import absolute_url_for
 
 INVITATION_DAYS = 7
 _RANK = {role: rank for rank, role in enumerate(ROLES)}  # owner first
@@ -248,7 +248,7 @@ def _send(invitation: Invitation, sender: User) -> None:
         f"{article} {invitation.role}.\n\n"
         "Accept the invitation here (you can sign up with this address if you have no SVC "
         "login yet):\n\n"
-        f"{url_for('site.invitation', token=token, _external=True)}\n\n"
+        f"{absolute_url_for('site.invitation', token=token)}\n\n"
         f"The link works for {INVITATION_DAYS} days. If you did not expect this mail, you can "
         "ignore it.",
     )

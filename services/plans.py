@@ -2,10 +2,11 @@
 
 from dataclasses import dataclass
 
-from flask import current_app, url_for
+from flask import current_app
 
 from extensions import db
 from models import PLAN_ORDER, Plan
+from services.urls import absolute_url_for
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,4 @@ def get_plan(name: str) -> PlanInfo:
 
 
 def upgrade_url(required_plan: str) -> str:
-    base = current_app.config.get("PUBLIC_BASE_URL")
-    if base:
-        return f"{base.rstrip('/')}/pricing?plan={required_plan}"
-    return url_for("site.pricing", plan=required_plan, _external=True)
+    return absolute_url_for("site.pricing", plan=required_plan)

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from queue import PriorityQueue
 
 import redis
-from flask import Flask, current_app, g, has_app_context, has_request_context, request
+from flask import Flask, current_app
 from rq import Callback, Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
@@ -217,9 +217,6 @@ class _Job:
     job_id: str
     timeout: float
     on_failure: Callable
-    # The address the job's files are answered on (``storage.url_for``): the request's that
-    # enqueued it, or the job's that did.
-    base_url: str | None
     # Set when the queue gives up on the job: its thread is replaced and its commits are
     # refused.
     abandoned: threading.Event = field(default_factory=threading.Event)
@@ -275,9 +272,6 @@ class InProcessDispatcher:
         # Jobs that raised or ran out of time (a run's own failures are its state, not an
         # exception): their runs are the sweep's if their failure could not be recorded.
         self._raised: set[str] = set()
-        # The address of the last request that enqueued a job: for jobs enqueued where no
-        # request or job tells it (the sweep advancing a workflow).
-        self._base_url: str | None = None
         self.started_at = clock.now()
         self._maintenance_started = False
         self.maintenance = None  # services.sweeper.Maintenance, once started
@@ -297,7 +291,7 @@ class InProcessDispatcher:
                 # Exists only while someone may wait: finished() or a waiter's timeout
                 # removes it.
                 self._done[job_id] = threading.Event()
-        queued = _Job(job, args, job_id, timeout, on_failure, self._base_url_here())
+        queued = _Job(job, args, job_id, timeout, on_failure)
         queued.priority = QUEUES.index(queue)
         self._submit(queued)
 
@@ -305,20 +299,10 @@ class InProcessDispatcher:
         self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
     ) -> None:
         """``enqueue`` once ``seconds`` have passed (a timer: lost if the process stops)."""
-        queued = _Job(job, args, job_id, timeout, on_failure, self._base_url_here())
+        queued = _Job(job, args, job_id, timeout, on_failure)
         timer = threading.Timer(seconds, self._submit, (queued,))
         timer.daemon = True
         timer.start()
-
-    def _base_url_here(self) -> str | None:
-        """This service's address as the caller sees it: the request's (remembered for
-        later), else that of the job enqueuing, else the last request's."""
-        if has_request_context():
-            self._base_url = request.url_root
-            return self._base_url
-        if has_app_context() and g.get("base_url"):
-            return g.base_url
-        return self._base_url
 
     def _submit(self, job: _Job) -> None:
         with self._lock:
@@ -413,7 +397,6 @@ class InProcessDispatcher:
                 if job is None:
                     call(*args)
                 else:
-                    g.base_url = job.base_url
                     with stop_signal(job.stop):
                         call(*args)
         except JobAbandoned:

@@ -26,13 +26,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from flask import Flask, current_app, g
-from flask import url_for as flask_url_for
+from flask import Flask, current_app
 
 from engines.base import ProviderUnavailable
 from engines.blob import Blob
 from extensions import db
 from models import StoredFile
+from services import urls
 
 log = logging.getLogger(__name__)
 
@@ -184,16 +184,8 @@ def delete(stored: StoredFile) -> None:
 
 
 def url_for(file_id: str) -> str:
-    """The absolute URL of ``GET /v1/files/{file_id}`` on this service.
-
-    ``PUBLIC_BASE_URL`` wins when set; then, in a job of the in-process queue, the address
-    the request that started it came to (``g.base_url``); otherwise the current request's
-    host, or ``SERVER_NAME`` outside a request (an RQ worker needs it or PUBLIC_BASE_URL).
-    """
-    base = current_app.config.get("PUBLIC_BASE_URL") or g.get("base_url")
-    if base:
-        return f"{base.rstrip('/')}/v1/files/{file_id}"
-    return flask_url_for("files.FileById", file_id=file_id, _external=True)
+    """The absolute URL of ``GET /v1/files/{file_id}`` on ``PUBLIC_BASE_URL``."""
+    return urls.absolute(f"/v1/files/{file_id}")
 
 
 def _backend() -> Backend:

@@ -9,8 +9,12 @@ reset and change (DESIGN.md section 11, "Accounts").
   hash and session token it was made under, so it works once: the reset changes both.
 - ``users.session_token`` is part of the id flask-login keeps in the session
   (``User.get_id``): a new one ends every session of the user but the one that asks for it.
+- So is the id of the signed-in session itself (a ``user_sessions`` row, by its SHA-256):
+  signing out deletes the row, so a copy of the session or remember cookie taken before
+  signs no one in afterwards. A session lasts at most ``SESSION_MAX_DAYS``.
 - Sign-up and reset never tell whether an email has an account: the same answer either way
-  (an existing account gets a mail saying someone tried to sign up with its address).
+  (an existing account gets a mail saying someone tried to sign up with its address), after
+  the same work (the password is hashed on both paths).
 """
 
 from __future__ import annotations
@@ -18,22 +22,26 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 
-from flask import current_app, url_for
+from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from extensions import db
-from models import Membership, User
+from models import Membership, User, UserSession
 from services import accounts, clock
 from services.mail import send_mail
+from services.urls import absolute_url_for
 
 MIN_PASSWORD = 10
 MAX_PASSWORD = 256
 VERIFY_SECONDS = 3 * 86400
 RESET_SECONDS = 3600
+# A signed-in session ends this long after it began (the remember cookie's own lifetime).
+SESSION_MAX_DAYS = 30
 # Checked when the email is unknown, so that the answer takes the time a real check takes.
 _DUMMY_HASH = generate_password_hash(secrets.token_urlsafe(16))
 
@@ -80,15 +88,18 @@ def sign_up(email: str, password: str) -> None:
     check_password(password)
     existing = find_by_email(email)
     if existing is not None:
+        # The password is hashed as a new account's would be (the slow part of a sign-up),
+        # so that the answer takes as long whether or not the email has an account.
+        generate_password_hash(password)
         db.session.rollback()
         send_mail(
             existing.email,
             "You already have an SVC account",
             "Someone (perhaps you) tried to sign up with this address, which already has an "
             "account. Sign in here:\n\n"
-            f"{url_for('site.login', _external=True)}\n\n"
+            f"{absolute_url_for('site.login')}\n\n"
             "Forgot your password? Reset it here:\n\n"
-            f"{url_for('site.reset_request', _external=True)}\n\n"
+            f"{absolute_url_for('site.reset_request')}\n\n"
             "If it was not you, you can ignore this mail.",
         )
         return
@@ -104,7 +115,7 @@ def send_verification(user: User) -> None:
         user.email,
         "Confirm your email address for SVC",
         "Welcome to SVC. Confirm your email address to sign in:\n\n"
-        f"{url_for('site.verify_email', token=token, _external=True)}\n\n"
+        f"{absolute_url_for('site.verify_email', token=token)}\n\n"
         "The link works for 3 days. If you did not sign up, ignore this mail.",
     )
 
@@ -175,7 +186,7 @@ def request_reset(email: str) -> None:
         "Reset your SVC password",
         "Someone (perhaps you) asked to reset the password of your SVC account. Choose a new "
         "one here:\n\n"
-        f"{url_for('site.reset_password', token=token, _external=True)}\n\n"
+        f"{absolute_url_for('site.reset_password', token=token)}\n\n"
         "The link works for one hour, once. If it was not you, ignore this mail: your "
         "password stays as it is.",
     )
@@ -217,7 +228,38 @@ def set_password(user: User, password: str, *, field: str = "password") -> None:
 
 
 def end_other_sessions(user: User) -> None:
+    """Every session of ``user`` but the one it was loaded for ends (a new session token,
+    and the other sessions' rows deleted)."""
     user.session_token = secrets.token_hex(16)
+    db.session.execute(
+        delete(UserSession).where(
+            UserSession.user_id == user.id, UserSession.id_hash != _session_hash(user.session_id)
+        )
+    )
+
+
+def start_session(user: User) -> None:
+    """A new signed-in session for ``user`` (flushed; the caller commits, then hands the
+    user to flask-login, whose cookies carry the session's id through ``get_id``). The
+    user's sessions past ``SESSION_MAX_DAYS`` are deleted on the way."""
+    session_id = secrets.token_urlsafe(24)
+    db.session.execute(
+        delete(UserSession).where(
+            UserSession.user_id == user.id,
+            UserSession.created_at < clock.now() - timedelta(days=SESSION_MAX_DAYS),
+        )
+    )
+    db.session.add(UserSession(id_hash=_session_hash(session_id), user_id=user.id))
+    db.session.flush()
+    user.session_id = session_id
+
+
+def end_session(user: User) -> None:
+    """Sign out the session ``user`` was loaded for: its id signs no one in any more."""
+    if user.session_id:
+        db.session.execute(
+            delete(UserSession).where(UserSession.id_hash == _session_hash(user.session_id))
+        )
 
 
 def check_current_password(user: User, password: str) -> None:
@@ -227,14 +269,28 @@ def check_current_password(user: User, password: str) -> None:
 
 
 def load_session_user(user_id: str) -> User | None:
-    """flask-login's loader: ``<id>.<session token>``; None when the token has changed."""
-    number, _, token = user_id.partition(".")
-    if not (number.isdigit() and token):
+    """flask-login's loader: ``<id>.<session token>.<session id>``; None when the token has
+    changed or the session has ended (signed out, or older than ``SESSION_MAX_DAYS``)."""
+    number, token, session_id = (user_id.split(".") + ["", ""])[:3]
+    if not (number.isdigit() and len(number) < 19 and token and session_id):
         return None
-    user = db.session.get(User, int(number))
+    user = db.session.scalar(
+        select(User)
+        .join(UserSession, UserSession.user_id == User.id)
+        .where(
+            User.id == int(number),
+            UserSession.id_hash == _session_hash(session_id),
+            UserSession.created_at >= clock.now() - timedelta(days=SESSION_MAX_DAYS),
+        )
+    )
     if user is None or not secrets.compare_digest(user.session_token, token):
         return None
+    user.session_id = session_id
     return user
+
+
+def _session_hash(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
 
 
 def _fingerprint(user: User) -> str:

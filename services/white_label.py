@@ -29,6 +29,7 @@ from extensions import db
 from models import Account, WhiteLabel
 from services.binary import BinaryInputError, blob_from_upload, decode_binary
 from services.plans import get_plan
+from services.urls import absolute_url_for
 
 REQUIRED_PLAN = "agency"
 MAX_NAME = 80
@@ -158,13 +159,15 @@ def stylesheet_url(primary: str | None, accent: str | None, *, external=False) -
     if not primary and not accent:
         return None
     name = f"{_hex(primary)}-{_hex(accent)}"
-    return url_for("site.brand_stylesheet", colors=name, _external=external)
+    build = absolute_url_for if external else url_for
+    return build("site.brand_stylesheet", colors=name)
 
 
 def logo_url(sha256: str | None, *, external=False) -> str | None:
     if not sha256:
         return None
-    return url_for("site.brand_logo", sha256=sha256, _external=external)
+    build = absolute_url_for if external else url_for
+    return build("site.brand_logo", sha256=sha256)
 
 
 def _hex(color: str | None) -> str:

@@ -137,6 +137,27 @@ def test_a_body_is_read_in_full_before_the_app_sees_it(web, make_key):
 
 @needs_pg
 @needs_redis
+def test_a_chunked_body_is_bounded_as_one_of_declared_length(web, make_key):
+    """5 MiB of chunked JSON for a text tool is a 413 naming the text limit (it was parsed,
+    and refused as 422 on a field's length); over the worker's 25 MiB it is cut there."""
+    raw = make_key("agency", **UNLIMITED)
+    head = (
+        f"POST /v1/tools/run HTTP/1.1\r\nHost: 127.0.0.1\r\nX-SVC-API-Key: {raw}\r\n"
+        "Content-Type: application/json\r\nConnection: close\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    body = b'{"slug": "word-counter", "input": "' + b"a" * (5 * 1024 * 1024) + b'"}'
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(part), part)
+        for part in (body[start : start + 65536] for start in range(0, len(body), 65536))
+    )
+    answer = exchange(web, head + chunks + b"0\r\n\r\n", timeout=15)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+    assert b'"code":"payload_too_large"' in answer and b"1 MiB" in answer
+
+
+@needs_pg
+@needs_redis
 def test_waiting_for_queued_runs_holds_no_connection_of_others(web, make_key):
     """Requests waiting for their queued runs (no worker runs them here) leave the web
     command answering others at once."""
@@ -259,7 +280,9 @@ def test_what_gunicorn_cannot_read_is_answered_with_a_problem_document(
     assert f"\r\nX-Request-Id: {problem['request_id']}\r\n".encode() in head + b"\r\n"
     path = f"/docs/problems/{code.replace('_', '-')}"
     assert problem["type"] == f"http://127.0.0.1:{web}{path}"
-    page = exchange(web, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    page = exchange(
+        web, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+    )
     assert page.startswith(b"HTTP/1.1 200 "), page[:300]
 
 

@@ -1,6 +1,7 @@
 """The v1 JSON API: flask-smorest with problem-details errors everywhere under /v1."""
 
 import http
+import io
 import logging
 from functools import lru_cache
 
@@ -10,7 +11,12 @@ from flask import current_app, g, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_smorest import Api
 from itsdangerous import URLSafeTimedSerializer
-from werkzeug.exceptions import HTTPException, InternalServerError, ServiceUnavailable
+from werkzeug.exceptions import (
+    HTTPException,
+    InternalServerError,
+    SecurityError,
+    ServiceUnavailable,
+)
 from werkzeug.routing import BaseConverter
 
 from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, settle_limit, too_large
@@ -176,6 +182,7 @@ def register_api(app) -> None:
     app.extensions["endpoint_tools"] = endpoint_tools()
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(SecurityError, _handle_untrusted_host)
     app.register_error_handler(Exception, _handle_unexpected)
     for outage in OUTAGES:
         app.register_error_handler(outage, _handle_outage)
@@ -200,6 +207,19 @@ def _handle_http_exception(error: HTTPException):
     if not is_api_request():
         return _site_page(error)
     return problem_response(_limit_first(from_http_exception(error)))
+
+
+def _handle_untrusted_host(_error: SecurityError):
+    """A request for a host that is not the deployment's (TRUSTED_HOSTS, services/urls.py):
+    a problem document on every path, since no page can be built for a host it does not
+    serve (its URLs would be the request's)."""
+    return problem_response(
+        Problem(
+            400,
+            "bad_request",
+            "The request's Host header names a host this service does not answer for.",
+        )
+    )
 
 
 def _handle_unexpected(error: Exception):
@@ -278,21 +298,53 @@ _FILE_ENDPOINTS = frozenset(
 def _refuse_large_bodies():
     """413 comes first in the pipeline, before the key is even looked at: 1 MiB, or 25 MiB
     where a request may carry files (the run endpoints check text tools' 1 MiB once the
-    tool is known)."""
+    tool is known). A chunked body is bounded the same way (``_read_chunked_body``)."""
     this_request = request._get_current_object()  # one proxy lookup (pipeline.py says why)
     length = this_request.content_length
+    chunked = length is None and "HTTP_TRANSFER_ENCODING" in this_request.environ
+    if chunked and is_api_request():
+        length = _read_chunked_body(this_request)
     if not length:
         return  # the usual case, answered first: no body
     config = current_app._get_current_object().config
     if length <= config["MAX_TEXT_BODY"] or not is_api_request():
         return  # a body within every limit
-    limit = (
-        config["MAX_CONTENT_LENGTH"]
-        if this_request.endpoint in _FILE_ENDPOINTS
-        else config["MAX_TEXT_BODY"]
-    )
+    limit = _body_limit(this_request, config)
     if length > limit:
         raise too_large(limit)
+
+
+def _body_limit(this_request, config) -> int:
+    """The largest body ``this_request``'s endpoint takes."""
+    if this_request.endpoint in _FILE_ENDPOINTS:
+        return config["MAX_CONTENT_LENGTH"]
+    return config["MAX_TEXT_BODY"]
+
+
+_CHUNK_READ = 64 * 1024
+
+
+def _read_chunked_body(this_request) -> int:
+    """Read a chunked body (the web command's worker hands every body on with its length;
+    the embedded default's server does not) no further than the endpoint's limit: 413 past
+    it. Otherwise it is handed on as a body of declared length, as every other is, and its
+    length is returned."""
+    limit = _body_limit(this_request, current_app._get_current_object().config)
+    stream, parts, size = this_request.stream, [], 0
+    while size <= limit and (part := stream.read(min(_CHUNK_READ, limit + 1 - size))):
+        parts.append(part)
+        size += len(part)
+    if size > limit:
+        raise too_large(limit)
+    data = b"".join(parts)
+    environ = this_request.environ
+    del environ["HTTP_TRANSFER_ENCODING"]
+    environ["CONTENT_LENGTH"] = str(size)
+    environ["wsgi.input"] = io.BytesIO(data)
+    for cached in ("content_length", "stream"):  # cached_properties: read them again
+        this_request.__dict__.pop(cached, None)
+    this_request._cached_data = data
+    return size
 
 
 def _api_headers(response):

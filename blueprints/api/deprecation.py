@@ -26,7 +26,7 @@ from flask_smorest.spec.plugins import FlaskPlugin
 
 from blueprints.api.docs import problem_responses
 from blueprints.api.problems import Problem
-from services import changelog, clock
+from services import changelog, clock, urls
 from services.changelog import Deprecation
 
 log = logging.getLogger(__name__)
@@ -129,8 +129,7 @@ def _deprecation_headers(response):
 
 
 def _link_target(found: Deprecation) -> str:
-    base = current_app.config.get("PUBLIC_BASE_URL") or request.host_url
-    return base.rstrip("/") + found.entry.url_path
+    return urls.absolute(found.entry.url_path)
 
 
 class DeprecationPlugin(BasePlugin):

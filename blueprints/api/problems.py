@@ -2,8 +2,10 @@
 
 from http import HTTPStatus
 
-from flask import current_app, g, jsonify, request
+from flask import g, jsonify, request
 from werkzeug.exceptions import HTTPException
+
+from services import urls
 
 # Where each code's page is (blueprints/api/problem_types.py), under this service's address.
 PROBLEM_DOCS_PATH = "/docs/problems/"
@@ -51,9 +53,8 @@ def problem_type_uri(code: str, base_url: str) -> str:
 
 
 def problem_response(problem: Problem):
-    base_url = current_app.config.get("PUBLIC_BASE_URL") or request.host_url
     body = {
-        "type": problem_type_uri(problem.code, base_url),
+        "type": problem_type_uri(problem.code, urls.base_url()),
         "title": problem.title,
         "status": problem.status,
         "detail": problem.detail,

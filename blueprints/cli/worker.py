@@ -122,14 +122,6 @@ def worker_cli(queues):
         raise click.ClickException(
             "REDIS_URL is not set: the embedded default runs jobs inside the web process."
         )
-    if not (app.config.get("PUBLIC_BASE_URL") or app.config.get("SERVER_NAME")):
-        # Outside a request there is no host to build file URLs with: runs that make files
-        # would fail one by one. Say so once, at start.
-        raise click.ClickException(
-            "PUBLIC_BASE_URL is not set: the worker answers the files runs make as URLs on "
-            "this service and needs its public address, e.g. "
-            "PUBLIC_BASE_URL=https://svc.example.com."
-        )
     sweeper.start_maintenance(app)
 
     def new_worker() -> LeasedWorker:

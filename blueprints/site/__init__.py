@@ -16,6 +16,7 @@ from blueprints.site import (  # noqa: F401
     white_label,
 )
 from blueprints.site.routes import bp
+from services import urls
 
 __all__ = ["bp", "register_site", "render_error"]
 
@@ -47,6 +48,9 @@ def register_site(app: Flask) -> None:
 
     app.register_blueprint(embed_bp)
     app.register_error_handler(CSRFError, _csrf_error)
+    # Absolute URLs in pages, on PUBLIC_BASE_URL like every other (services/urls.py).
+    app.add_template_global(urls.absolute_url_for, "public_url")
+    app.add_template_global(urls.base_url, "public_base_url")
 
 
 @bp.before_request

@@ -27,6 +27,7 @@ import engines
 from blueprints.site.routes import bp, category_label
 from catalogue import CATEGORIES, TOOL_PLANS, Catalogue, Tool, Workflow, WorkflowCatalogue
 from catalogue.tool import MAX_QUERY_CHARS
+from services.urls import base_url
 
 # How long /tools/ trusts its answer to which engines cannot run here (_Cards.missing).
 AVAILABILITY_SECONDS = 10.0
@@ -41,12 +42,6 @@ def tools_catalogue() -> Catalogue:
 
 def workflows_catalogue() -> WorkflowCatalogue:
     return current_app.extensions["workflows"]
-
-
-def base_url() -> str:
-    """The site's absolute address without the final slash: ``PUBLIC_BASE_URL`` when set,
-    else the request's."""
-    return (current_app.config.get("PUBLIC_BASE_URL") or request.url_root).rstrip("/")
 
 
 # --- /tools/ ---------------------------------------------------------------------------

@@ -4,11 +4,11 @@ its Atom 1.0 feed ``/api/changelog/feed.atom``, both from ``docs/changelog.yaml`
 
 from xml.etree import ElementTree as ET
 
-from flask import Response, current_app, render_template, request
+from flask import Response, render_template, request
 from markupsafe import escape
 
 from blueprints.site.routes import bp
-from services import changelog
+from services import changelog, urls
 from services.changelog import FEED_PATH, KINDS, MIN_SUNSET_MONTHS, PAGE_PATH, midnight_utc
 
 ATOM = "http://www.w3.org/2005/Atom"
@@ -32,13 +32,9 @@ def changelog_page():
 @bp.get(FEED_PATH)
 def changelog_feed():
     """The changelog as an Atom 1.0 feed: one entry per changelog entry."""
-    response = Response(atom_feed(changelog.current(), _base_url()), mimetype=ATOM_TYPE)
+    response = Response(atom_feed(changelog.current(), urls.base_url()), mimetype=ATOM_TYPE)
     response.add_etag()
     return response.make_conditional(request)
-
-
-def _base_url() -> str:
-    return (current_app.config.get("PUBLIC_BASE_URL") or request.host_url).rstrip("/")
 
 
 def _rfc3339(day) -> str:

@@ -27,7 +27,7 @@ from blueprints.site.output import blocks, raw_json
 from extensions import db
 from jobs.runs import fail_abandoned_run, run_tool_job
 from models import TERMINAL_STATES, Run
-from services import embeds, inputs, runs
+from services import embeds, inputs, runs, urls
 from services.queue import dispatcher
 
 bp = Blueprint("embed", __name__)
@@ -80,7 +80,7 @@ def _page(widget: embeds.Live, status: int = 200, **context):
             )
         ),
         has_files=any(field.kind == "file" for field in fields),
-        site_url=embeds.base_url(),
+        site_url=urls.base_url(),
         available=tool.unavailable_reason is None,
         **context,
     )

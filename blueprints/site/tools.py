@@ -27,7 +27,7 @@ from blueprints.site.visitor import current_visitor, is_bot
 from catalogue import Tool, load_catalogue
 from extensions import db
 from jobs.runs import fail_abandoned_run, run_tool_job
-from services import allowance, inputs, runs
+from services import allowance, inputs, runs, urls
 from services.queue import WEB_QUEUE, dispatcher
 
 # Web visitors may run the tools of this plan (the API's base plan); those above need an
@@ -106,17 +106,13 @@ def _page(tool: Tool, *, status: int = 200, **context):
     as_first_seen = plan_ok == (tool.required_plan == WEB_PLAN)
     if as_first_seen and not (values or errors or context or htmx or status != 200):
         # The page as most visitors first see it: made once, the visitor's parts put in.
-        # The address the page is seen at, as the cache's key: its parts as the request has
-        # them (building request.host_url took a tenth of the view).
-        environ = request.environ
-        seen_at = (
-            request.scheme,
-            environ.get("HTTP_HOST"),
-            environ.get("SERVER_NAME"),
-            environ.get("SERVER_PORT"),
-        )
+        # Its absolute URLs are on PUBLIC_BASE_URL, whatever Host the request names.
         body = _unfilled_page(
-            tool, seen_at, request.script_root, tool.unavailable_reason, tool.best_with_provider
+            tool,
+            urls.base_url(),
+            request.script_root,
+            tool.unavailable_reason,
+            tool.best_with_provider,
         )
         body = body.replace(_CSRF_SLOT, per_visitor["csrf"])
         body = body.replace(_ALLOWANCE_SLOT, per_visitor["allowance_html"])
@@ -156,17 +152,17 @@ _ACCOUNT_SLOT = "\x00account\x00"
 
 @lru_cache(maxsize=1024)
 def _unfilled_page(
-    tool: Tool, seen_at: tuple, script_root: str, reason: str | None, embedded_only: bool
+    tool: Tool, base_url: str, script_root: str, reason: str | None, embedded_only: bool
 ) -> str:
-    """The whole page of ``tool`` as first seen, for one address the site is seen at
-    (``seen_at``: the scheme, Host header, server name and port its URLs are made from) and one
-    state of the tool's availability (``reason``, ``embedded_only``: whether it is best with a
-    provider), with slots for the visitor's parts."""
+    """The whole page of ``tool`` as first seen, for one public address (``base_url``, its
+    absolute URLs' start) and one state of the tool's availability (``reason``,
+    ``embedded_only``: whether it is best with a provider), with slots for the visitor's
+    parts."""
     fields = _form_fields(tool)
     return render_template(
         "site/tool.html",
         **_page_context(tool, fields, {}, {}),
-        snippets=_example_snippets(tool, request.url_root),
+        snippets=_example_snippets(tool, urls.base_url()),
         csrf=_CSRF_SLOT,
         allowance=None,
         allowance_html=Markup(_ALLOWANCE_SLOT),
@@ -202,8 +198,8 @@ def _unfilled_fields_html(tool: Tool) -> Markup:
 
 def _snippets(tool: Tool, fields: list[FormField], inputs: dict) -> dict[str, str]:
     if inputs == example_values(tool):
-        return _example_snippets(tool, request.url_root)
-    return snippets(tool, fields, inputs, request.url_root)
+        return _example_snippets(tool, urls.base_url())
+    return snippets(tool, fields, inputs, urls.base_url())
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -335,7 +331,7 @@ def tool_snippets(slug: str):
         render_template(
             "site/_snippets.html",
             tool=tool,
-            snippets=snippets(tool, fields, read.body, request.url_root),
+            snippets=snippets(tool, fields, read.body, urls.base_url()),
         )
     )
     response.headers["Cache-Control"] = "no-store"

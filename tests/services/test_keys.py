@@ -2,8 +2,12 @@
 
 import logging
 import re
+import threading
 
+import pytest
+import requests
 import sqlalchemy as sa
+from werkzeug.serving import make_server
 
 from extensions import db
 from models import ApiKey
@@ -56,3 +60,42 @@ def test_regenerate_keeps_name_and_webhook_and_revokes_the_old_key(client, make_
     new_key = db.session.scalar(db.select(ApiKey).where(ApiKey.revoked_at.is_(None)))
     assert new_key.webhook_url == "https://hooks.example.com/x"
     assert new_key.webhook_secret == key.webhook_secret
+
+
+# --- keys in logs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '"GET /v1/public/whoami?api_key={key} HTTP/1.1" 401 -',
+        '"GET /v1/public/whoami?q=1&API-KEY={key}&x=2 HTTP/1.1" 401 -',
+        '"GET /v1/public/whoami?token={key} HTTP/1.1" 401 -',
+        '"GET /v1/tools/?k={key} HTTP/1.1" 200 -',
+    ],
+)
+def test_a_key_in_a_log_line_is_redacted(line):
+    raw = keys.generate_raw_key()
+    redacted = keys.redact_secrets(line.format(key=raw))
+    assert raw not in redacted and raw[4:12] not in redacted
+    assert "[redacted]" in redacted and redacted.startswith('"GET /v1/')
+
+
+def test_a_key_in_the_query_string_is_refused_and_not_logged_whole(app, caplog):
+    """On the embedded default the server (werkzeug's) logs every request line."""
+    raw = keys.generate_raw_key()
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="werkzeug"):
+            answer = requests.get(
+                f"http://127.0.0.1:{server.port}/v1/public/whoami?api_key={raw}", timeout=10
+            )
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert answer.status_code == 401
+    lines = [record.getMessage() for record in caplog.records if record.name == "werkzeug"]
+    assert any("/v1/public/whoami?api_key=[redacted]" in line for line in lines), lines
+    assert not any(raw in line or raw[4:20] in line for line in caplog.messages)

@@ -70,39 +70,39 @@ def _until(predicate, seconds=10.0):
     return False
 
 
-def test_a_queued_runs_files_are_answered_on_the_address_the_caller_used(app, raw_key, file_tool):
+def test_a_queued_runs_files_are_answered_on_the_public_base_url_whatever_the_host(
+    app, raw_key, file_tool
+):
+    """The Host a caller sends never chooses the address of the files a run made."""
+    app.config["PUBLIC_BASE_URL"] = "https://svc.example.com"
     client = app.test_client()
-    response = client.post(
-        DISPATCH,
-        base_url="http://127.0.0.1:5123",
-        headers=auth(raw_key),
-        json={"slug": TOOL, "input": "fast"},
-    )
-    assert response.status_code == 200, response.get_json()
-    url = response.get_json()["output"]["file"]["url"]
-    assert url.startswith("http://127.0.0.1:5123/v1/files/")
-    fetched = client.get(url)
-    assert fetched.status_code == 200 and fetched.data == b"made by fast"
-    # A caller on another address gets URLs on that one.
-    other = client.post(
-        DISPATCH,
-        base_url="http://localhost:8080",
-        headers=auth(raw_key),
-        json={"slug": TOOL, "input": "fast"},
-    )
-    assert other.get_json()["output"]["file"]["url"].startswith("http://localhost:8080/v1/files/")
+    for base_url in ("http://127.0.0.1:5123", "http://evil.example"):
+        response = client.post(
+            DISPATCH,
+            base_url=base_url,
+            headers={**auth(raw_key), "X-Forwarded-Host": "evil.example"},
+            json={"slug": TOOL, "input": "fast"},
+        )
+        assert response.status_code == 200, response.get_json()
+        url = response.get_json()["output"]["file"]["url"]
+        assert url.startswith("https://svc.example.com/v1/files/")
+        path = url.removeprefix("https://svc.example.com")
+        fetched = client.get(path, base_url=base_url)
+        assert fetched.status_code == 200 and fetched.data == b"made by fast"
 
 
-def test_public_base_url_still_wins(app, raw_key, file_tool):
-    app.config["PUBLIC_BASE_URL"] = "https://svc.example.com/"
+def test_embedded_default_answers_files_on_the_local_address(app, raw_key, file_tool):
     response = app.test_client().post(
-        DISPATCH, headers=auth(raw_key), json={"slug": TOOL, "input": "fast"}
+        DISPATCH,
+        base_url="http://evil.example",
+        headers=auth(raw_key),
+        json={"slug": TOOL, "input": "fast"},
     )
-    url = response.get_json()["output"]["file"]["url"]
-    assert url.startswith("https://svc.example.com/v1/files/")
+    assert response.get_json()["output"]["file"]["url"].startswith("http://localhost/v1/files/")
 
 
-def test_a_job_enqueued_by_a_job_or_a_timer_keeps_the_address(app):
+def test_a_job_enqueued_by_a_job_or_a_timer_answers_files_on_the_public_base_url(app):
+    app.config["PUBLIC_BASE_URL"] = "https://svc.example.com"
     queue = InProcessDispatcher(app)
     seen: dict[str, str] = {}
     done = threading.Event()
@@ -120,12 +120,7 @@ def test_a_job_enqueued_by_a_job_or_a_timer_keeps_the_address(app):
     with app.test_request_context("/", base_url="http://192.0.2.7:5000/"):
         queue.enqueue(first, job_id="j1", timeout=5, on_failure=print)
     assert done.wait(5)
-    assert set(seen.values()) == {"http://192.0.2.7:5000/v1/files/abc"}
-    # Where nothing tells it (the sweep advancing a workflow), the last request's address.
-    with app.app_context():
-        queue.enqueue(second, "from nowhere", job_id="j4", timeout=5, on_failure=print)
-    assert _until(lambda: "from nowhere" in seen)
-    assert seen["from nowhere"] == "http://192.0.2.7:5000/v1/files/abc"
+    assert set(seen.values()) == {"https://svc.example.com/v1/files/abc"}
 
 
 def test_a_run_past_its_timeout_does_not_keep_the_others_waiting(

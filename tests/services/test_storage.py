@@ -139,15 +139,13 @@ def test_url_honours_public_base_url(app):
     assert storage.url_for("abc") == "https://files.example.com/v1/files/abc"
 
 
-def test_url_outside_a_request_uses_server_name(app):
-    app.config["PUBLIC_BASE_URL"] = None
-    assert storage.url_for("abc") == "https://svc.test/v1/files/abc"
+def test_url_outside_a_request_is_on_the_public_base_url(app):
+    assert storage.url_for("abc") == "https://svc.test/v1/files/abc"  # a worker's job
 
 
-def test_url_inside_a_request_uses_the_request_host(app):
-    app.config.update(PUBLIC_BASE_URL=None, SERVER_NAME=None)
-    with app.test_request_context("/v1/tools", base_url="http://localhost:5000"):
-        assert storage.url_for("abc") == "http://localhost:5000/v1/files/abc"
+def test_url_inside_a_request_ignores_the_request_host(app):
+    with app.test_request_context("/v1/tools", base_url="http://evil.example:5000"):
+        assert storage.url_for("abc") == "https://svc.test/v1/files/abc"
 
 
 @needs_pg

@@ -1,4 +1,3 @@
-from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -17,6 +16,7 @@ from blueprints.api.problems import Problem
 from blueprints.api.tools.routes import own_run
 from models import Run
 from services import clock
+from services.urls import absolute_url_for
 
 blp = Blueprint(
     "audiobooks", __name__, url_prefix="/v1", description="Audiobooks (Business plan and up)."
@@ -39,7 +39,7 @@ def audiobook(run: Run) -> dict:
         "error": run.error,
         "created_at": clock.as_utc(run.created_at),
         "finished_at": clock.as_utc(run.finished_at),
-        "status_url": url_for("tools.RunStatus", run_id=run.id, _external=True),
+        "status_url": absolute_url_for("tools.RunStatus", run_id=run.id),
     }
 
 

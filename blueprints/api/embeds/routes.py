@@ -82,7 +82,7 @@ def _cleaned(context: KeyContext, body: dict, *, creating: bool) -> dict:
 
 
 def _answer(embed: Embed) -> dict:
-    return embeds.describe(embed, embeds.base_url())
+    return embeds.describe(embed)
 
 
 @blp.route("")

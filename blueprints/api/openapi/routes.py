@@ -2,7 +2,7 @@ import json
 import re
 
 import yaml
-from flask import Response, current_app, request
+from flask import Response, current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint, current_api
 
@@ -15,6 +15,7 @@ from blueprints.api.openapi.postman import (
 )
 from blueprints.api.tools.openapi import DISPATCH_PATH, category_examples, dispatch_example
 from catalogue import TOOL_PLANS, Catalogue, WorkflowCatalogue
+from services import urls
 
 TOOLS_BY_CATEGORY = "Tools by category"
 # The webhook the collection saves unless the runner sets `webhook_url` (to its own receiver).
@@ -99,7 +100,7 @@ class Postman(MethodView):
     )
     def get(self):
         """An import-ready Postman v2.1 collection, with an `api_key` variable."""
-        base_url = request.host_url.rstrip("/") + "/v1"
+        base_url = urls.absolute("/v1")
         document = openapi_document()
         catalogue = current_app.extensions["catalogue"]
         live = live_run(catalogue, current_app.extensions["workflows"])

@@ -48,6 +48,7 @@ from services.queue import dispatcher
 from services.quota import Usage
 from services.recorder import recorder
 from services.runs import QuotaExceeded, RunFailed
+from services.urls import absolute_url_for
 
 blp = Blueprint("tools", __name__, url_prefix="/v1", description="Run tools; browse the catalogue.")
 
@@ -248,7 +249,7 @@ def run_record(run: Run) -> dict:
         "created_at": clock.as_utc(run.created_at),
         "started_at": clock.as_utc(run.started_at),
         "finished_at": clock.as_utc(run.finished_at),
-        "status_url": url_for("tools.RunStatus", run_id=run.id, _external=True),
+        "status_url": absolute_url_for("tools.RunStatus", run_id=run.id),
     }
 
 

@@ -37,6 +37,7 @@ from models import WorkflowRun
 from services import clock, workflows
 from services.binary import BinaryInputError
 from services.runs import QuotaExceeded
+from services.urls import absolute_url_for
 from services.workflows import InputRefused
 
 blp = Blueprint(
@@ -119,7 +120,7 @@ def start_run():
         "run_id": run.id,
         "workflow_id": run.workflow_id,
         "status": run.status,
-        "status_url": url_for("workflows.WorkflowRunStatus", run_id=run.id, _external=True),
+        "status_url": absolute_url_for("workflows.WorkflowRunStatus", run_id=run.id),
         "created_at": clock.as_utc(run.created_at),
     }
     queued = workflows.queued_steps(run)
@@ -171,7 +172,7 @@ def run_record(run: WorkflowRun) -> dict:
         "started_at": clock.as_utc(run.started_at),
         "finished_at": clock.as_utc(run.finished_at),
         "duration_ms": run.duration_ms,
-        "status_url": url_for("workflows.WorkflowRunStatus", run_id=run.id, _external=True),
+        "status_url": absolute_url_for("workflows.WorkflowRunStatus", run_id=run.id),
     }
 
 

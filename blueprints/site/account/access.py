@@ -13,9 +13,11 @@ from functools import wraps
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, g, redirect, request, session, url_for
-from flask_login import current_user
+from flask_login import current_user, login_user, logout_user
 
-from models import ROLES, Membership
+from extensions import db
+from models import ROLES, Membership, User
+from services import urls, users
 from services.users import active_memberships
 
 # A fresh login: the password given within this many seconds.
@@ -32,6 +34,8 @@ __all__ = [
     "member_required",
     "role_at_least",
     "safe_next",
+    "sign_in",
+    "sign_out",
 ]
 
 
@@ -89,6 +93,25 @@ def current_membership() -> Membership | None:
     return membership
 
 
+def sign_in(user: User, *, remember: bool = False) -> None:
+    """Sign ``user`` in to a new session of this browser (its own ``user_sessions`` row,
+    committed): nothing of the session before carries over (session fixation)."""
+    session.clear()
+    users.start_session(user)
+    db.session.commit()
+    login_user(user, remember=remember)
+    mark_fresh()
+
+
+def sign_out() -> None:
+    """End this browser's session on the server too: its cookies sign no one in again."""
+    if current_user.is_authenticated:
+        users.end_session(current_user._get_current_object())
+        db.session.commit()
+    logout_user()
+    session.clear()
+
+
 def mark_fresh() -> None:
     session["login_at"] = int(time.time())
 
@@ -127,5 +150,6 @@ def _same_site(target: str | None) -> bool:
         return False
     parts = urlsplit(target)
     if parts.scheme or parts.netloc:
-        return parts.netloc == request.host and parts.scheme in ("http", "https")
+        own = urlsplit(urls.base_url())
+        return (parts.scheme, parts.netloc) == (own.scheme, own.netloc)
     return target.startswith("/") and not target.startswith("//") and "\\" not in target

@@ -25,7 +25,7 @@ from flask import (
     session,
     url_for,
 )
-from flask_login import current_user, login_user, logout_user
+from flask_login import current_user, login_user
 from limits import parse
 
 from blueprints.site.account.access import (
@@ -33,6 +33,8 @@ from blueprints.site.account.access import (
     mark_fresh,
     member_required,
     safe_next,
+    sign_in,
+    sign_out,
 )
 from blueprints.site.routes import bp
 from blueprints.site.visitor import is_bot
@@ -172,17 +174,15 @@ def login():
         return _form_page(template, 401, message=str(refused), email=email, next=target)
     except MailFailed:
         return _form_page(template, 503, message=_MAIL_FAILED, email=email, next=target)
-    session.clear()  # nothing of the anonymous session carries over (session fixation)
-    login_user(signed_in.user, remember=bool(request.form.get("remember")))
+    sign_in(signed_in.user, remember=bool(request.form.get("remember")))
     session["account_id"] = signed_in.memberships[0].account_id
-    mark_fresh()
     return redirect(target)
 
 
 @bp.post("/account/logout")
 def logout():
-    logout_user()
-    session.clear()
+    """Sign out: this session ends on the server, so its cookies sign no one in again."""
+    sign_out()
     flash("You are signed out.", "success")
     return redirect(url_for("site.login"))
 
@@ -235,9 +235,7 @@ def reset_password(token: str):
         return _form_page(
             template, 422, errors=errors, message=message, email=user.email, token=token
         )
-    if current_user.is_authenticated:
-        logout_user()
-    session.clear()
+    sign_out()
     flash("Your password is changed, and every session was signed out. Sign in with it.", "success")
     return redirect(url_for("site.login"))
 

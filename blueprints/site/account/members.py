@@ -10,9 +10,9 @@ renders the page again with the message beside its field and the refusal's statu
 from __future__ import annotations
 
 from flask import abort, flash, g, make_response, redirect, render_template, request, session
-from flask_login import current_user, login_user
+from flask_login import current_user
 
-from blueprints.site.account.access import mark_fresh, member_required
+from blueprints.site.account.access import member_required, sign_in
 from blueprints.site.routes import bp
 from extensions import db
 from services import clock, users
@@ -262,9 +262,7 @@ def invitation(token: str):
     user = membership.user
     db.session.commit()
     if state == "sign-up":
-        session.clear()
-        login_user(user)
-        mark_fresh()
+        sign_in(user)
     session["account_id"] = account_id
     flash(f"You have joined {name} as {_with_article(role)}.", "success")
     return redirect(_PAGE, 303)

@@ -1,5 +1,7 @@
 """Every row of the refusal table (DESIGN.md section 5), with real tools."""
 
+import io
+
 import pytest
 
 from engines import ProviderUnavailable
@@ -165,6 +167,62 @@ def test_body_over_one_mib_for_a_text_tool_is_413(client, make_key, path):
     )
     body = assert_problem(response, 413, "payload_too_large")
     assert "1 MiB" in body["detail"]
+
+
+class CountedStream(io.BytesIO):
+    """A request body sent chunked (no Content-Length), counting the bytes the app reads."""
+
+    def __init__(self, data: bytes):
+        super().__init__(data)
+        self.taken = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.taken += len(data)
+        return data
+
+    def readline(self, size=-1):
+        data = super().readline(size)
+        self.taken += len(data)
+        return data
+
+
+def _chunked(client, path, data: bytes, headers=None):
+    stream = CountedStream(data)
+    response = client.post(
+        path,
+        input_stream=stream,
+        headers={**(headers or {}), "Transfer-Encoding": "chunked"},
+        content_type="application/json",
+        # As the servers say of a chunked body: its end is the stream's end.
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+    return response, stream
+
+
+@pytest.mark.parametrize("path", [SLUG_RUN, DISPATCH])
+def test_a_chunked_body_over_one_mib_for_a_text_tool_is_413(client, make_key, path):
+    """Bounded as a body of declared length is (5 MiB of chunked JSON was parsed, then
+    refused as 422 on a field's length): 413, the tool's limit named."""
+    big = b'{"slug": "word-counter", "input": "' + b"a" * (5 * 1024 * 1024) + b'"}'
+    response, _ = _chunked(client, path, big, auth(make_key()))
+    body = assert_problem(response, 413, "payload_too_large")
+    assert "1 MiB" in body["detail"]
+
+
+def test_a_chunked_body_is_read_no_further_than_the_limit(client):
+    limit = 1024 * 1024
+    cancel = "/v1/tools/run/00000000-0000-4000-8000-000000000000/cancel"
+    response, stream = _chunked(client, cancel, b"a" * (5 * limit))
+    assert_problem(response, 413, "payload_too_large")
+    assert stream.taken <= limit + 64 * 1024, stream.taken
+
+
+def test_a_chunked_body_within_the_limit_is_run(client, make_key):
+    body = b'{"slug": "word-counter", "input": "one two three"}'
+    response, _ = _chunked(client, DISPATCH, body, auth(make_key()))
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["output"]["words"] == 3
 
 
 def test_other_endpoints_refuse_bodies_over_one_mib_before_the_key(client):

@@ -85,12 +85,3 @@ def test_demo_command_creates_once(runner, client):
     assert client.get("/v1/public/whoami", headers=auth(raw)).get_json()["plan"]["name"] == "pro"
     second = invoke(runner, "accounts", "demo")
     assert second.exit_code == 0 and "exists" in second.output
-
-
-def test_the_worker_refuses_to_start_without_its_public_address(app, runner):
-    if app.extensions.get("redis") is None:
-        pytest.skip("needs Redis (the worker's queue)")
-    app.config.update(PUBLIC_BASE_URL=None, SERVER_NAME=None)
-    result = invoke(runner, "worker")
-    assert result.exit_code != 0
-    assert "PUBLIC_BASE_URL is not set" in result.output

@@ -13,7 +13,7 @@ from flask_login.utils import _create_identifier
 
 from extensions import db
 from models import Account, Membership, User
-from services import accounts, clock
+from services import accounts, clock, users
 
 PASSWORD = "correct horse battery"
 _numbers = itertools.count(1)
@@ -54,6 +54,7 @@ def sign_in(app, client):
             db.session.add(user)
             db.session.flush()
             db.session.add(Membership(account_id=account.id, user_id=user.id, role=role))
+        users.start_session(user)  # as the login form does
         db.session.commit()
         membership = (
             db.session.query(Membership).filter_by(account_id=account.id, user_id=user.id).one()
