@@ -51,6 +51,8 @@ PRODUCT_ENV = {
     "REDIS_URL": REDIS_URL,
     "SECRET_KEY": "bench",
     "APP_ENV": "production",
+    # Required outside development; the bench reaches it on loopback, which is trusted.
+    "PUBLIC_BASE_URL": "http://127.0.0.1",
 }
 EMAIL = "bench@example.com"
 SAMPLE_TEXT = "Flask is a lightweight web framework. It keeps the core small and easy to extend."

@@ -95,6 +95,8 @@ SITE_ENV = {
     "REDIS_URL": REDIS_URL,
     "SECRET_KEY": "bench",
     "APP_ENV": "production",
+    # Required outside development; the bench reaches it on loopback, which is trusted.
+    "PUBLIC_BASE_URL": "http://127.0.0.1",
     # Every run comes from 127.0.0.1: the address's cap (20 a day) must never bind.
     "WEB_ADDRESS_DAILY_CAP": "1000000000",
 }

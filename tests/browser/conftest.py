@@ -141,9 +141,12 @@ def served_site(folder: Path, **settings: str) -> Iterator[Site]:
     sent to a real SMTP server in this process; ``settings``: more of its environment."""
     mailbox = Mailbox()
     database = folder / "site.db"
+    port = _free_port()
     env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
     env.update(
         APP_ENV="development",
+        # What `make run` sets from its PORT: links and file URLs on the served address.
+        PUBLIC_BASE_URL=f"http://127.0.0.1:{port}",
         DATABASE_URL=f"sqlite:///{database}",
         WEB_ADDRESS_DAILY_CAP=str(ADDRESS_CAP),
         MAIL_URL=mailbox.url,
@@ -159,7 +162,6 @@ def served_site(folder: Path, **settings: str) -> Iterator[Site]:
     if upgrade.returncode != 0:
         mailbox.stop()
         pytest.fail(f"flask db upgrade failed:\n{upgrade.stdout}\n{upgrade.stderr}"[-3000:])
-    port = _free_port()
     log = folder / "server.log"
     with log.open("w") as out:
         process = subprocess.Popen(
