@@ -8,7 +8,9 @@ from typing import Any
 
 from engines.audio._ffmpeg import (
     Media,
+    check_result,
     probe,
+    result_limit,
 )
 from engines.base import EngineError
 from engines.blob import Blob
@@ -60,10 +62,11 @@ def _encode_audio(fmt: str, bitrate: int | None) -> list[str]:
     arguments = ["-vn", "-map_metadata", "-1", "-c:a", spec.codec]
     if spec.lossy:
         arguments += ["-b:a", f"{bitrate or 128}k"]
-    return [*arguments, "-f", spec.muxer]
+    return [*arguments, *result_limit(), "-f", spec.muxer]
 
 
 def _audio_result(path: Path, folder: Path, fmt: str, stem: str) -> dict[str, Any]:
+    check_result(path)
     media = probe(path, folder)
     data = path.read_bytes()
     return {

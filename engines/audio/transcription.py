@@ -7,6 +7,7 @@ loaded by path, never by a model-hub name.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 from pathlib import Path
@@ -15,7 +16,14 @@ from typing import Any
 from engines.base import Engine, EngineError, ProviderUnavailable, load_once
 from engines.blob import Blob
 
-MAX_AUDIO_SECONDS = 3 * 60 * 60
+# The longest recording transcribed. Half an hour grows the process by about 280 MB at its peak
+# (bench/decoders.py, with or without the voice activity filter): the 16 kHz samples, 16-bit
+# while decoding then float32, the log-Mel features and the voice activity model's input, both
+# computed in blocks (``_block_features``, ``_block_vad``; the library's own took 1.5 GB). The
+# length is read from the header before decoding, and decoding stops past it whatever the
+# header said.
+MAX_AUDIO_SECONDS = 30 * 60
+_SAMPLING_RATE = 16_000
 
 
 # --- speech to text -----------------------------------------------------------------------
@@ -38,27 +46,196 @@ def _whisper() -> Any:
     if not (path / "model.bin").is_file() or not (path / "tokenizer.json").is_file():
         raise RuntimeError(f"The Whisper model files are missing from {path}.")
     threads = min(os.cpu_count() or 1, 4)
-    return WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=threads)
+    model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=threads)
+    model.feature_extractor = _block_features(model.feature_extractor)
+    _block_vad()
+    return model
 
 
-def decode_audio(blob: Blob, sampling_rate: int = 16_000) -> Any:
-    """Decode any audio ffmpeg reads (WAV, MP3, Ogg, WebM, M4A...) to mono float32 samples.
+def _block_features(extractor: Any) -> Any:
+    """faster-whisper's log-Mel extractor, computing the spectrogram 30 s at a time.
 
-    Uses faster-whisper's decoder (PyAV, whose wheel bundles the ffmpeg libraries).
+    The library's own takes the short-time Fourier transform of the whole recording at once:
+    its frames, their spectra and magnitudes hold about 1 MB per second of audio (2 GB for 40
+    minutes). In blocks, the same figures (the same arithmetic on the same samples, equal but
+    for a last bit of rounding here and there) cost the features, 32 KB per second, and one
+    block.
+    """
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    class _BlockFeatures(FeatureExtractor):
+        BLOCK_FRAMES = 3000  # 30 s at the 10 ms hop
+
+        def __call__(self, waveform: Any, padding: int = 160, chunk_length: Any = None) -> Any:
+            import numpy as np
+
+            waveform = np.asarray(waveform, dtype=np.float32)
+            if len(waveform) < self.BLOCK_FRAMES * self.hop_length:  # one block: as it is
+                return super().__call__(waveform, padding, chunk_length)
+            if chunk_length is not None:
+                self.n_samples = chunk_length * self.sampling_rate
+                self.nb_max_frames = self.n_samples // self.hop_length
+            hop, n_fft = self.hop_length, self.n_fft
+            length = len(waveform) + padding  # the library pads zeros, then reflects n_fft / 2
+            frames = length // hop  # its frame count less the last frame, which it drops
+            window = np.hanning(n_fft + 1)[:-1].astype("float32")
+            log_spec = np.empty((self.mel_filters.shape[0], frames), np.float32)
+            for first in range(0, frames, self.BLOCK_FRAMES):
+                last = min(first + self.BLOCK_FRAMES, frames)
+                stop = (last - 1) * hop + n_fft
+                piece = _reflected(waveform, length, n_fft // 2, first * hop, stop)
+                spectrum = self.stft(
+                    piece, n_fft, hop, window=window, center=False, return_complex=True
+                ).astype("complex64")
+                magnitudes = np.abs(spectrum) ** 2
+                mel = self.mel_filters @ magnitudes
+                log_spec[:, first:last] = np.log10(np.clip(mel, a_min=1e-10, a_max=None))
+            np.maximum(log_spec, log_spec.max() - 8.0, out=log_spec)  # in place: no copies
+            log_spec += 4.0
+            log_spec /= 4.0
+            return log_spec
+
+    blocks = _BlockFeatures.__new__(_BlockFeatures)
+    blocks.__dict__.update(extractor.__dict__)
+    return blocks
+
+
+def _block_vad() -> None:
+    """faster-whisper's voice activity model (one per process, shared by every call), made to
+    build its input and run it 1,000 windows at a time.
+
+    The library's own builds the input of the whole recording at once (each 512-sample window
+    with the 64 samples before it: 1.1 times the audio, 125 MB for half an hour, on top of the
+    padded copy it makes) and runs it 10,000 windows at a time (185 MB inside onnxruntime).
+    The model reads a batch as consecutive windows, carrying its state from one batch to the
+    next: in smaller batches, the windows, their order and the state are the same, and so are
+    the probabilities (46 MB a run).
+    """
+    import numpy as np
+    from faster_whisper import vad
+
+    class _BlockVad(vad.SileroVADModel):
+        BATCH = 1_000  # windows per run (the library's 10,000 hold 185 MB in onnxruntime)
+
+        def __call__(self, audio: Any, num_samples: int = 512, context_size: int = 64) -> Any:
+            assert audio.ndim == 1 and audio.shape[0] % num_samples == 0
+            state = np.zeros((1, 1, 128), dtype="float32")
+            h, c = state, state.copy()
+            windows = audio.reshape(-1, num_samples)
+            outputs = []
+            for first in range(0, len(windows), self.BATCH):
+                block = windows[first : first + self.BATCH]
+                context = np.zeros((len(block), context_size), dtype="float32")
+                context[1:] = block[:-1, -context_size:]
+                if first:
+                    context[0] = windows[first - 1, -context_size:]
+                batch = np.concatenate([context, block], 1)
+                if first + self.BATCH >= len(windows):
+                    batch[-1, -context_size:] = 0  # the library zeroes the last window's end
+                output, h, c = self.session.run(None, {"input": batch, "h": h, "c": c})
+                outputs.append(output)
+            return np.concatenate(outputs, axis=0)
+
+    model = vad.get_vad_model()
+    if type(model) is vad.SileroVADModel:
+        model.__class__ = _BlockVad
+
+
+def _reflected(waveform: Any, length: int, pad: int, start: int, stop: int) -> Any:
+    """``[start:stop]`` of ``waveform`` padded with zeros to ``length`` then reflected by
+    ``pad`` samples at both ends (as ``numpy.pad(mode="reflect")`` when ``length`` is more
+    than ``pad``), without copying it all."""
+    import numpy as np
+
+    index = np.arange(start - pad, stop - pad)
+    index = np.abs(index)  # reflected at the start
+    index = np.where(index >= length, 2 * (length - 1) - index, index)  # and at the end
+    piece = np.zeros(len(index), np.float32)
+    inside = index < len(waveform)
+    piece[inside] = waveform[index[inside]]
+    return piece
+
+
+def decode_audio(
+    blob: Blob, sampling_rate: int = _SAMPLING_RATE, max_seconds: float = MAX_AUDIO_SECONDS
+) -> Any:
+    """Decode any audio PyAV reads (WAV, MP3, Ogg, WebM, M4A...) to mono float32 samples.
+
+    Streams the decode (PyAV, whose wheel bundles the ffmpeg libraries) as faster-whisper's
+    own decoder does, and refuses a recording longer than ``max_seconds``: first from the
+    length its header declares, before decoding, then by counting the decoded samples (a
+    header can understate), stopping as soon as they pass the limit.
     """
     _hub_offline()
     import av
-    from faster_whisper.audio import decode_audio as whisper_decode
+    import numpy as np
 
     if not blob.data:
         raise EngineError("The audio file is empty.")
+    limit = int(max_seconds * sampling_rate)
+    pieces: list[Any] = []
+    count = 0
     try:
-        samples = whisper_decode(io.BytesIO(blob.data), sampling_rate=sampling_rate)
+        with av.open(io.BytesIO(blob.data), mode="r", metadata_errors="ignore") as container:
+            if not container.streams.audio:
+                raise EngineError("The file is not audio in a format this tool reads.")
+            stream = container.streams.audio[0]
+            declared = _declared_seconds(container, stream)
+            if declared is not None and declared > max_seconds + 1:
+                raise EngineError(_too_long(declared, max_seconds))
+            resampler = av.audio.resampler.AudioResampler(
+                format="s16", layout="mono", rate=sampling_rate
+            )
+            # None, after the last frame, flushes the resampler.
+            for frame in itertools.chain(_frames(container, stream), [None]):
+                for piece in resampler.resample(frame):
+                    samples = piece.to_ndarray().reshape(-1)
+                    count += len(samples)
+                    if count > limit:
+                        raise EngineError(_too_long(count / sampling_rate, max_seconds))
+                    pieces.append(samples)
     except (av.error.FFmpegError, IndexError, ValueError, OSError):
         raise EngineError("The file is not audio in a format this tool reads.") from None
-    if len(samples) == 0:
+    if count == 0:
         raise EngineError("The file holds no audio.")
-    return samples
+    audio = np.empty(count, np.float32)
+    at = 0
+    for index, samples in enumerate(pieces):
+        audio[at : at + len(samples)] = samples
+        at += len(samples)
+        pieces[index] = None  # the 16-bit copy goes as the float one fills
+    audio /= 32768.0
+    return audio
+
+
+def _frames(container: Any, stream: Any) -> Any:
+    """The decoded frames of ``stream``, skipping the ones ffmpeg finds invalid (as
+    faster-whisper's decoder does)."""
+    import av
+
+    frames = container.decode(stream)
+    while True:
+        try:
+            yield next(frames)
+        except StopIteration:
+            return
+        except av.error.InvalidDataError:
+            continue
+
+
+def _declared_seconds(container: Any, stream: Any) -> float | None:
+    if stream.duration is not None and stream.time_base is not None:
+        return float(stream.duration * stream.time_base)
+    if container.duration is not None:
+        return container.duration / 1_000_000  # av.time_base
+    return None
+
+
+def _too_long(seconds: float, max_seconds: float) -> str:
+    return (
+        f"The audio lasts {_clock(seconds)}; the most this tool transcribes is "
+        f"{_clock(max_seconds)} ({max_seconds / 60:g} minutes). Send a shorter recording."
+    )
 
 
 def _timestamp(seconds: float, separator: str) -> str:
@@ -238,9 +415,7 @@ class TranscribeEngine(Engine):
 
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         samples = decode_audio(inputs["audio"])
-        duration = len(samples) / 16_000
-        if duration > MAX_AUDIO_SECONDS:
-            raise EngineError(f"The audio is longer than {MAX_AUDIO_SECONDS // 3600} hours.")
+        duration = len(samples) / _SAMPLING_RATE
         view = params.get("view")
         model = _whisper()
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,10 @@ from engines.audio._ffmpeg import (
     _save,
     _timeout,
     _workspace,
+    check_result,
+    check_video_work,
     probe,
+    result_limit,
 )
 from engines.audio._formats import (
     AUDIO_FORMATS,
@@ -26,8 +28,8 @@ from engines.audio._formats import (
 )
 from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
+from engines.images._io import image_header
 
-MAX_VIDEO_SIDE = 4096
 _FONT_DIRECTORIES = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts")
 
 
@@ -55,7 +57,8 @@ def _even(filters: list[str]) -> list[str]:
 def _encode_video(quality: str = "balanced", audio: bool = True) -> list[str]:
     arguments = ["-c:v", "libx264", "-preset", "veryfast", "-crf", str(VIDEO_QUALITY[quality])]
     arguments += ["-c:a", "aac", "-b:a", "128k"] if audio else ["-an"]
-    return [*arguments, "-map_metadata", "-1", "-movflags", "+faststart", "-f", "mp4"]
+    arguments += ["-map_metadata", "-1", "-movflags", "+faststart", *result_limit()]
+    return [*arguments, "-f", "mp4"]
 
 
 class VideoEditEngine(Engine):
@@ -78,14 +81,14 @@ class VideoEditEngine(Engine):
         operation = params["operation"]
         with _workspace() as folder:
             source = _save(inputs["video"], folder, "input.media")
+            # probe refuses frames past MAX_VIDEO_PIXELS (or sound past MAX_PCM_BYTES).
             media = probe(source, folder, need="video" if operation != "extract_audio" else "audio")
-            if media.width and media.height and max(media.width, media.height) > MAX_VIDEO_SIDE:
-                raise EngineError(f"The video is larger than {MAX_VIDEO_SIDE} pixels a side.")
             output = getattr(self, f"_{operation}")(inputs, source, folder, media)
         return {**output, "original_bytes": len(inputs["video"].data)}
 
     @staticmethod
     def _video_result(path: Path, folder: Path, stem: str) -> dict[str, Any]:
+        check_result(path)
         media = probe(path, folder, need="video")
         data = path.read_bytes()
         return {
@@ -110,13 +113,15 @@ class VideoEditEngine(Engine):
         quality: str = "balanced",
         length: float | None = None,
     ) -> dict[str, Any]:
+        seconds = media.duration if length is None else length
+        check_video_work(media, seconds)
         target = folder / "output.mp4"
-        arguments = [*(before or []), *_input(source), "-map", "0:v:0", "-map", "0:a:0?"]
+        opened = _input(source, cut=not before)  # a trim's -to bounds it instead
+        arguments = [*(before or []), *opened, "-map", "0:v:0", "-map", "0:a:0?"]
         arguments += ["-vf", ",".join(_even(video_filters))]
         if audio_filters:
             arguments += ["-af", ",".join(audio_filters)]
         arguments += [*_encode_video(quality), str(target)]
-        seconds = media.duration if length is None else length
         _run(arguments, folder, timeout=_timeout(seconds, 4 + (media.height or 720) / 180))
         return self._video_result(target, folder, stem)
 
@@ -200,19 +205,18 @@ class VideoEditEngine(Engine):
             "[a]palettegen=stats_mode=diff[p];[b][p]paletteuse=dither=bayer:bayer_scale=4"
         )
         target = folder / "output.gif"
-        arguments = ["-ss", f"{start:.3f}", "-to", f"{stop:.3f}", *_input(source), "-an"]
+        arguments = ["-ss", f"{start:.3f}", "-to", f"{stop:.3f}", *_input(source, cut=False)]
+        arguments.append("-an")
         arguments += ["-filter_complex", graph, "-loop", "0", "-f", "gif", str(target)]
         _run(arguments, folder, timeout=_timeout(stop - start, 10))
-        data = target.read_bytes()
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as gif:
+        clip = Blob(target.read_bytes(), "image/gif", "clip.gif")
+        with image_header(clip, "GIF") as gif:
             size, frames = gif.size, gif.n_frames
         return {
-            "image": Blob(data, "image/gif", "clip.gif"),
+            "image": clip,
             "width": size[0],
             "height": size[1],
             "frames": frames,
             "duration_s": round(stop - start, 2),
-            "bytes": len(data),
+            "bytes": len(clip.data),
         }

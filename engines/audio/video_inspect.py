@@ -15,6 +15,7 @@ from engines.audio._ffmpeg import (
 )
 from engines.base import Engine, EngineError, operations_schema
 from engines.blob import Blob
+from engines.images._io import image_header, open_image
 
 # --- video.inspect ------------------------------------------------------------------------
 
@@ -90,12 +91,11 @@ class VideoInspectEngine(Engine):
                 f"The time ({at:g} s) is past the end of the video ({media.duration:.2f} s)."
             )
         path = self._grab(source, folder, media, at, "frame.png", None)
-        from PIL import Image
-
-        with Image.open(path) as image:
+        frame = Blob(path.read_bytes(), "image/png", "frame.png")
+        with image_header(frame) as image:
             width, height = image.size
         return {
-            "image": Blob(path.read_bytes(), "image/png", "frame.png"),
+            "image": frame,
             "width": width,
             "height": height,
             "time_s": at,
@@ -117,8 +117,7 @@ class VideoInspectEngine(Engine):
         for index, at in enumerate(times):
             name = f"tile{index:02d}.png"
             path = self._grab(source, folder, media, at, name, inputs["tile_width"])
-            with Image.open(path) as tile:
-                tiles.append(tile.convert("RGB"))
+            tiles.append(open_image(Blob(path.read_bytes(), "image/png")).convert("RGB"))
         width, height = tiles[0].size
         gap = 6
         sheet = Image.new(

@@ -24,6 +24,7 @@ from engines.documents._helpers import (
     _open_docx,
     _table_rows,
     _unlock,
+    page_texts,
     pdf_errors,
 )
 
@@ -110,11 +111,8 @@ def _extract_pdf(data: bytes, max_pages: int) -> _Extracted:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
             _unlock(reader)
-        pages = reader.pages
-        count = len(pages)
-        texts = []
-        for page in pages[:max_pages]:
-            texts.append(page.extract_text() or "")
+        count = len(reader.pages)
+        texts = page_texts(reader, max_pages)
         chapters = _pdf_chapters(reader, texts)
         metadata = reader.metadata or {}
         title, author = metadata.get("/Title"), metadata.get("/Author")

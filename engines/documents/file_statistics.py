@@ -15,6 +15,7 @@ from engines.documents._helpers import (
     _pdf_reader,
     _safe,
     _table_rows,
+    page_texts,
 )
 
 
@@ -46,10 +47,8 @@ class DocumentStatisticsEngine(Engine):
     @staticmethod
     def _pdf(blob: Blob) -> dict[str, Any]:
         reader = _pdf_reader(blob)
-        texts, images = [], 0
-        for page in reader.pages:
-            texts.append(_safe(page.extract_text) or "")
-            images += len(_safe(lambda page=page: page.images) or [])
+        texts = page_texts(reader, tolerant=True)  # bounded: see _helpers.MAX_CONTENT_BYTES
+        images = sum(len(_safe(lambda page=page: page.images) or []) for page in reader.pages)
         return {
             "text": "\n\n".join(texts),
             "pages": len(reader.pages),

@@ -15,8 +15,6 @@ from engines.images._io import MAX_SIDE, _has_alpha, encode_image, format_of, op
 if TYPE_CHECKING:
     from PIL import Image
 
-# A 24-megapixel photo passes; beyond, edits would hold hundreds of MB per request.
-MAX_PIXELS = 25_000_000
 # The extra picture fields of multi-image tools: image, image_2, ..., image_9.
 MAX_IMAGES = 9
 
@@ -57,13 +55,8 @@ _OUTPUT_FORMATS = ("png", "jpeg", "webp")
 
 
 def _open(blob: Blob, what: str = "image") -> Image.Image:
-    image = open_image(blob)
-    if image.width * image.height > MAX_PIXELS:
-        raise EngineError(
-            f"The {what} has {image.width}x{image.height} pixels; this tool takes up to "
-            f"{MAX_PIXELS // 1_000_000} megapixels: resize it first."
-        )
-    return image
+    """The picture decoded (``open_image``: refused past ``_io.MAX_PIXELS`` from its header)."""
+    return open_image(blob, what)
 
 
 def _rgba(image: Image.Image) -> Image.Image:
@@ -100,7 +93,9 @@ def _font(size: int, bold: bool = False) -> Any:
 def _keep_alpha(image: Image.Image, change: Callable[[Image.Image], Image.Image]) -> Image.Image:
     """Apply ``change`` to the colour channels (as RGB); the transparency stays as it was."""
     alpha = _rgba(image).getchannel("A") if _has_alpha(image) else None
-    changed = change(image.convert("RGB")).convert("RGB")
+    # No copy of what is RGB already: each is 4 bytes a pixel (``change`` makes a new image).
+    changed = change(image if image.mode == "RGB" else image.convert("RGB"))
+    changed = changed if changed.mode == "RGB" else changed.convert("RGB")
     if alpha is not None:
         changed.putalpha(alpha)
     return changed

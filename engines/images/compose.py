@@ -26,7 +26,7 @@ from engines.images._helpers import (
     _rgba,
     _transparent,
 )
-from engines.images._io import encode_image
+from engines.images._io import _has_alpha, encode_image
 from engines.images.placeholders import _placeholder, _swatch
 
 if TYPE_CHECKING:
@@ -53,8 +53,14 @@ def _letterbox(image: Image.Image, inputs: dict[str, Any]) -> Image.Image:
         height = round(width / ratio)
     _check_side(width, height)
     colour = _color(inputs.get("color", "#ffffff"), "padding colour")
+    where = _place((width, height), image.size, "center", 0)
+    if colour[3] == 255 and not _has_alpha(image):
+        # Nothing see-through: an RGB canvas, without an RGBA copy of the picture.
+        canvas = PILImage.new("RGB", (width, height), colour[:3])
+        canvas.paste(image if image.mode == "RGB" else image.convert("RGB"), where)
+        return canvas
     canvas = PILImage.new("RGBA", (width, height), colour)
-    canvas.alpha_composite(_rgba(image), _place(canvas.size, image.size, "center", 0))
+    canvas.alpha_composite(_rgba(image), where)
     return canvas
 
 

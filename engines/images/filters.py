@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ from engines.images._helpers import (
     _output,
     _rgba,
 )
-from engines.images._io import _has_alpha
+from engines.images._io import _has_alpha, image_header
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -162,14 +161,23 @@ def _round_corners(image: Image.Image, inputs: dict[str, Any]) -> Image.Image:
     from PIL import ImageChops, ImageDraw
 
     radius = min(inputs.get("radius", 40), min(image.size) // 2)
-    # Drawn at four times the size and reduced: smooth, anti-aliased curves.
-    scale = 4
-    mask = PILImage.new("L", (image.width * scale, image.height * scale), 0)
-    ImageDraw.Draw(mask).rounded_rectangle(
-        (0, 0, mask.width - 1, mask.height - 1), radius * scale, fill=255
-    )
-    mask = mask.resize(image.size, PILImage.Resampling.LANCZOS)
-    result = _rgba(image).copy()
+    mask = PILImage.new("L", image.size, 255)
+    if radius:
+        # One corner drawn at four times the size and reduced (a smooth, anti-aliased
+        # curve), then mirrored into the other three: the whole mask at four times the size
+        # would hold 16 bytes per pixel of the picture.
+        scale = 4
+        big = PILImage.new("L", (radius * scale * 2, radius * scale * 2), 0)
+        ImageDraw.Draw(big).ellipse((0, 0, big.width - 1, big.height - 1), fill=255)
+        corner = big.resize((radius * 2, radius * 2), PILImage.Resampling.LANCZOS)
+        corner = corner.crop((0, 0, radius, radius))
+        right, bottom = image.width - radius, image.height - radius
+        mask.paste(corner, (0, 0))
+        mask.paste(corner.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT), (right, 0))
+        mask.paste(corner.transpose(PILImage.Transpose.FLIP_TOP_BOTTOM), (0, bottom))
+        mask.paste(corner.transpose(PILImage.Transpose.ROTATE_180), (right, bottom))
+    result = _rgba(image)
+    result = result.copy() if result is image else result
     result.putalpha(ImageChops.multiply(result.getchannel("A"), mask))
     return result
 
@@ -177,15 +185,17 @@ def _round_corners(image: Image.Image, inputs: dict[str, Any]) -> Image.Image:
 def _remove_background(image: Image.Image, inputs: dict[str, Any]) -> Image.Image:
     import numpy as np
 
-    rgba = np.asarray(_rgba(image)).copy()
+    rgba = np.array(_rgba(image))
     colour = inputs.get("color")
     target = np.array(
         _color(colour, "background colour")[:3] if colour else rgba[0, 0, :3], np.int16
     )
     tolerance = inputs.get("tolerance", 30)
-    near = (np.abs(rgba[..., :3].astype(np.int16) - target).max(axis=2) <= tolerance) & (
-        rgba[..., 3] > 0
-    )
+    near = np.empty(rgba.shape[:2], bool)
+    for start in range(0, rgba.shape[0], 256):  # bands of rows bound the int16 copies
+        band = rgba[start : start + 256]
+        distance = np.abs(band[..., :3].astype(np.int16) - target).max(axis=2)
+        near[start : start + 256] = (distance <= tolerance) & (band[..., 3] > 0)
     if inputs.get("mode", "edges") == "edges":
         near = _reachable_from_border(near)
     if near.all():
@@ -327,9 +337,7 @@ class ImageFilterEngine(ChoiceEngine):
 
 def _metadata_kinds(blob: Blob) -> list[str]:
     """What a file carries besides its pixels: EXIF, GPS, XMP, comments, text chunks."""
-    from PIL import Image as PILImage
-
-    with PILImage.open(io.BytesIO(blob.data)) as raw:
+    with image_header(blob) as raw:
         exif = raw.getexif()
         found = []
         if len(exif):
