@@ -110,6 +110,10 @@ class Config:
     # An inline run's reservation not journaled within this many seconds (longer than any
     # request may last: gunicorn's --timeout is 75) is given back: its process died mid-run.
     RUN_INFLIGHT_GRACE_SECONDS = 90.0
+    # A queued run's (or workflow run's) reservation whose row was not committed within this
+    # many seconds (a submission takes milliseconds) is given back by a worker's sweep: its
+    # web process died in between.
+    RUN_SUBMIT_GRACE_SECONDS = 20.0
     # Stale runs (services/sweeper.py): every worker sweeps this often (0: never); a worker
     # holds a lease on its job, renewed every third of JOB_LEASE_SECONDS, so a killed worker
     # is known once it lapses; runs younger than the grace (and jobs past their deadline by
@@ -199,6 +203,7 @@ class Config:
                     "RUN_RECORD_DELAY",
                     "RUN_JOURNAL_GRACE_SECONDS",
                     "RUN_INFLIGHT_GRACE_SECONDS",
+                    "RUN_SUBMIT_GRACE_SECONDS",
                 )
                 if os.environ.get(name)
             },

@@ -142,7 +142,7 @@ def run_once(app, context, workflow, receiver: Receiver) -> tuple[float, float, 
     from services import clock, workflows
 
     with app.app_context():
-        run, _ = workflows.start(context, workflow, TEXT)
+        run, _, _ = workflows.start(context, workflow, TEXT)
         queued = workflows.queued_steps(run)
         run_id = run.id
         db.session.commit()

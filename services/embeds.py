@@ -599,7 +599,7 @@ def submit(widget: Live, inputs: dict, visitor: str, ticket: Ticket) -> Run:
             widget.key, widget.tool, inputs, notify=False, embed_id=widget.embed.id,
             address=visitor,
         )  # fmt: skip
-        db.session.commit()
+        runs.commit_submission(result.held)
     except runs.QuotaExceeded:
         db.session.rollback()
         release(ticket)

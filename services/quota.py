@@ -75,6 +75,12 @@ UNKNOWN = -1
 # process died in between (answered nothing) is left here: ``release_abandoned`` gives its
 # reservation back.
 INFLIGHT = "runs:inflight"
+# Queued runs (async tool runs, workflow runs) between their reservation and the commit of
+# their rows, as INFLIGHT's members are: ``settle`` takes a member out once its run is
+# committed, ``release`` gives it back when the request fails first, and a worker's sweep
+# gives back those whose process died in between (``abandoned_submissions``; a member whose
+# run was committed after all is only taken out).
+SUBMITTING = "runs:submitting"
 # The run journal (services/recorder.py): a reservation made for a run that has already run
 # adds the run's rows to it in the same step (``Request.journal``), and needs no in-flight
 # member.
@@ -132,6 +138,12 @@ class Request:
     # The rows of a run that has already run, journaled with the reservation when it is
     # granted (``RunJournal.payload``); the reservation then keeps nothing in flight.
     journal: bytes | None = None
+    # A queued run's submission (``run_id``): kept in ``SUBMITTING`` until it is settled.
+    submitting: bool = False
+
+    @property
+    def inflight_key(self) -> str:
+        return SUBMITTING if self.submitting else INFLIGHT
 
     @property
     def day(self) -> str:
@@ -167,6 +179,10 @@ class Usage:
     credits: int
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def usage_key(key_id: str, day: str) -> str:
     """The Redis hash of one key's calls and credits on one UTC day."""
     return f"quota:{key_id}:{day}"
@@ -198,9 +214,10 @@ class RedisQuota:
         credits: int = 0,
         run_id: str | None = None,
         journal: bytes | None = None,
+        submitting: bool = False,
     ) -> Reservation:
-        request = Request(key_id, limit, n, moment, credits, run_id, journal)
-        keys = [request.hash_key, INFLIGHT, JOURNAL]
+        request = Request(key_id, limit, n, moment, credits, run_id, journal, submitting)
+        keys = [request.hash_key, request.inflight_key, JOURNAL]
         args = [n, limit, request.ttl, credits, request.member, journal or ""]
         answer = self._reserve(keys=keys, args=args)
         if answer[0] == UNKNOWN:
@@ -217,12 +234,39 @@ class RedisQuota:
         self._seed(keys=[request.hash_key], args=[calls, credits, request.ttl])
 
     def release(
-        self, key_id: str, n: int, day: str, credits: int = 0, run_id: str | None = None
+        self,
+        key_id: str,
+        n: int,
+        day: str,
+        credits: int = 0,
+        run_id: str | None = None,
+        submitting: bool = False,
     ) -> None:
-        """Give a reservation back (an inline run's, ``run_id``, at most once)."""
+        """Give a reservation back (an inline run's or a submission's, ``run_id``, at most
+        once)."""
         key = _key(key_id, day)
         member = "" if run_id is None else inflight_member(run_id, key, n, credits)
-        self._release(keys=[key, INFLIGHT], args=[n, credits, member])
+        self._release(keys=[key, SUBMITTING if submitting else INFLIGHT], args=[n, credits, member])
+
+    def settle(self, key_id: str, n: int, day: str, run_id: str) -> None:
+        """A submission's run is committed: its reservation stands (nothing to give back)."""
+        self.redis.zrem(SUBMITTING, inflight_member(run_id, _key(key_id, day), n, 0))
+
+    def abandoned_submissions(self, older_than: float) -> list[tuple[str, str]]:
+        """The submissions reserved more than ``older_than`` seconds ago and neither settled
+        nor released, as (run id, member), at most 500."""
+        now = self.redis.time()[0]
+        members = self.redis.zrangebyscore(SUBMITTING, "-inf", now - older_than, 0, 500)
+        return [(member.split(" ", 1)[0], member) for member in map(_text, members)]
+
+    def release_member(self, member: str) -> None:
+        """Give back the submission ``member`` (at most once), as ``release`` would."""
+        _run_id, key, n, credits = member.split(" ")
+        self._release(keys=[key, SUBMITTING], args=[int(n), int(credits), member])
+
+    def forget_member(self, member: str) -> None:
+        """Take ``member`` out of the submissions: its run was committed."""
+        self.redis.zrem(SUBMITTING, member)
 
     def release_abandoned(self, older_than: float) -> int:
         """Give back the reservations of inline runs neither journaled nor released within
@@ -259,6 +303,7 @@ class MemoryQuota:
         credits: int = 0,
         run_id: str | None = None,
         journal: bytes | None = None,
+        submitting: bool = False,
     ) -> Reservation:
         # No reservation outlives this process, so none is tracked in flight (and there is
         # no journal: the embedded default writes a run's rows in its request).
@@ -273,7 +318,13 @@ class MemoryQuota:
             return Reservation(True, counter["calls"], limit, day)
 
     def release(
-        self, key_id: str, n: int, day: str, credits: int = 0, run_id: str | None = None
+        self,
+        key_id: str,
+        n: int,
+        day: str,
+        credits: int = 0,
+        run_id: str | None = None,
+        submitting: bool = False,
     ) -> None:
         with self._lock:
             counter = self._counters.get(_key(key_id, day))
@@ -283,6 +334,12 @@ class MemoryQuota:
 
     def release_abandoned(self, older_than: float) -> int:
         return 0
+
+    def settle(self, key_id: str, n: int, day: str, run_id: str) -> None:
+        pass  # nothing is kept in flight here
+
+    def abandoned_submissions(self, older_than: float) -> list[tuple[str, str]]:
+        return []
 
     def add_credits(self, key_id: str, credits: int, day: str) -> None:
         with self._lock:

@@ -76,7 +76,7 @@ class WindowRedisStorage(RedisStorage):
         if along is None:
             answer = self._hit([key], [expiry, amount])
         else:
-            keys = [key, along.hash_key, quota.INFLIGHT, quota.JOURNAL]
+            keys = [key, along.hash_key, along.inflight_key, quota.JOURNAL]
             answer = self._hit(keys, [expiry, amount, *along.args])
         current = int(answer[0])
         if exchange is not None:
@@ -93,6 +93,7 @@ class _Along:
 
     hash_key: str
     args: tuple
+    inflight_key: str = quota.INFLIGHT
 
 
 @dataclass
@@ -145,7 +146,7 @@ def spend_minute(
     elif reserve is not None:
         args = ("reserve", reserve.n, reserve.limit, reserve.ttl, reserve.credits, per_minute,
                 reserve.member, reserve.journal or "")  # fmt: skip
-        along = _Along(reserve.hash_key, args)
+        along = _Along(reserve.hash_key, args, reserve.inflight_key)
     exchange = _Exchange(along)
     token = _exchange.set(exchange)
     try:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+import redis
 from flask import current_app
 from sqlalchemy import select, update
 from sqlalchemy.orm.attributes import set_committed_value
@@ -21,7 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from catalogue import Tool, load_catalogue
 from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, models_noted, run_tool
 from extensions import db
-from models import TERMINAL_STATES, Account, Run
+from models import TERMINAL_STATES, Account, Run, WorkflowRun
 from models.base import new_uuid
 from services import allowance, clock, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
@@ -57,6 +58,79 @@ class RunFailed(Exception):
 class RunResult:
     run: "Run | InlineRun"
     reservation: Reservation | None
+    # A queued run's reservation, in flight until its run is committed (``commit_submission``).
+    held: "Held | None" = None
+
+
+@dataclass(frozen=True)
+class Held:
+    """A submitted run's reservation (``n`` calls of ``key_id``'s ``day``), kept in
+    ``quota.SUBMITTING`` until the transaction creating ``run_id`` commits: a request that
+    fails first gives it back, and so does a worker's sweep when its process died first."""
+
+    key_id: str
+    n: int
+    day: str
+    run_id: str
+
+
+def held_for(context: KeyContext, reservation: Reservation | None, run_id: str, n: int):
+    return None if reservation is None else Held(context.key_id, n, reservation.day, run_id)
+
+
+def commit_submission(held: Held | None) -> None:
+    """The edge's one commit of a submitted run (or workflow run): its reservation then
+    stands; when the commit fails (the database is down), it is given back before the error
+    goes on, so the 503 that follows has charged nothing."""
+    try:
+        db.session.commit()
+    except BaseException:
+        give_back(held)
+        raise
+    if held is not None:
+        try:
+            quota.store().settle(held.key_id, held.n, held.day, held.run_id)
+        except redis.exceptions.RedisError:  # the sweep finds the run committed
+            log.warning("could not settle the reservation of run %s", held.run_id)
+
+
+def give_back(held: Held | None) -> None:
+    """Give ``held`` back, its run not created (at most once; with Redis down, the sweep
+    gives it back later)."""
+    if held is None:
+        return
+    try:
+        quota.store().release(held.key_id, held.n, held.day, run_id=held.run_id, submitting=True)
+    except redis.exceptions.RedisError:
+        log.warning("could not give back the reservation of run %s", held.run_id)
+
+
+def sweep_submissions() -> int:
+    """Maintenance task: ``release_abandoned_submissions`` past ``RUN_SUBMIT_GRACE_SECONDS``."""
+    released = release_abandoned_submissions(float(current_app.config["RUN_SUBMIT_GRACE_SECONDS"]))
+    if released:
+        log.warning("gave back %d reservations of submissions whose process died", released)
+    return released
+
+
+def release_abandoned_submissions(older_than: float) -> int:
+    """Maintenance: give back the reservations of submissions whose process died between
+    the reservation and the commit (their run does not exist); a submission whose run was
+    committed but not settled is only forgotten. Returns how many were given back."""
+    store = quota.store()
+    found = store.abandoned_submissions(older_than)
+    if not found:
+        return 0
+    ids = [run_id for run_id, _member in found]
+    committed = set(db.session.scalars(select(Run.id).where(Run.id.in_(ids))))
+    committed |= set(db.session.scalars(select(WorkflowRun.id).where(WorkflowRun.id.in_(ids))))
+    db.session.rollback()  # a read: end its transaction
+    for run_id, member in found:
+        if run_id in committed:
+            store.forget_member(member)
+        else:
+            store.release_member(member)
+    return len(found) - len(committed & set(ids))
 
 
 # The HTTP status of a failed run by its error's kind: the input (422), no provider could
@@ -75,7 +149,7 @@ def reserve_only(context: KeyContext, reserve: quota.Request | None) -> Reservat
         return None
     return quota.store().reserve(
         reserve.key_id, reserve.limit, reserve.n, reserve.moment, reserve.credits,
-        reserve.run_id, reserve.journal,
+        reserve.run_id, reserve.journal, reserve.submitting,
     )  # fmt: skip
 
 
@@ -86,14 +160,18 @@ def _reserve(
     admit: Admit,
     run_id: str | None = None,
     journal: bytes | None = None,
+    submitting: bool = False,
 ) -> Reservation | None:
     """Reserve one call (QuotaExceeded); for an inline run, ``run_id`` keeps the reservation
     in flight until the run is journaled or released (services/quota.py), and ``journal``
-    (a run that has run: its rows) journals them with the reservation instead."""
+    (a run that has run: its rows) journals them with the reservation instead; for a queued
+    run (``submitting``), until its row is committed (``commit_submission``)."""
     request = (
         None
         if context.sandbox
-        else quota.Request(context.key_id, context.daily_quota, 1, moment, credits, run_id, journal)
+        else quota.Request(
+            context.key_id, context.daily_quota, 1, moment, credits, run_id, journal, submitting
+        )
     )
     reservation = admit(context, request)
     if reservation is not None and not reservation.granted:
@@ -101,9 +179,11 @@ def _reserve(
     return reservation
 
 
-def _new_run(context: KeyContext, tool: Tool, inputs: dict, status: str, moment) -> Run:
+def _new_run(
+    context: KeyContext, tool: Tool, inputs: dict, status: str, moment, run_id: str | None = None
+) -> Run:
     return Run(
-        id=new_uuid(),
+        id=run_id or new_uuid(),
         account_id=context.account_id,
         api_key_id=context.key_id,
         tool_slug=tool.slug,
@@ -330,18 +410,24 @@ def submit(
     embed_id: str | None = None,
     address: str | None = None,
 ) -> RunResult:
-    """Create a queued run with its quota reserved (QuotaExceeded); enqueue after commit.
-    ``notify``: nobody will wait for it, so its end is to be announced by an event.
-    ``embed_id`` and ``address``: an agency's widget's run, as ``run_inline`` takes them."""
-    moment = clock.now()
-    reservation = _reserve(context, moment, 0, admit)
-    run = _new_run(context, tool, inputs, "queued", moment)
-    run.notify = notify
-    if embed_id is not None:
-        run.source, run.embed_id, run.web_address = "embed", embed_id, address
-    db.session.add(run)
-    db.session.flush()
-    return RunResult(run, reservation)
+    """Create a queued run with its quota reserved (QuotaExceeded); the caller commits with
+    ``commit_submission(result.held)``, then enqueues. ``notify``: nobody will wait for it, so
+    its end is to be announced by an event. ``embed_id`` and ``address``: an agency's
+    widget's run, as ``run_inline`` takes them."""
+    moment, run_id = clock.now(), new_uuid()
+    reservation = _reserve(context, moment, 0, admit, run_id=run_id, submitting=True)
+    held = held_for(context, reservation, run_id, 1)
+    try:
+        run = _new_run(context, tool, inputs, "queued", moment, run_id)
+        run.notify = notify
+        if embed_id is not None:
+            run.source, run.embed_id, run.web_address = "embed", embed_id, address
+        db.session.add(run)
+        db.session.flush()
+    except BaseException:
+        give_back(held)
+        raise
+    return RunResult(run, reservation, held)
 
 
 def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> Run | None:

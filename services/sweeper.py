@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 MAINTENANCE_TASKS = (
     "services.recorder.replay_journal",
+    "services.runs.sweep_submissions",
     "jobs.runs.sweep_stale_runs",
     "jobs.webhooks.deliver_due",
 )

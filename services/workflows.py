@@ -15,6 +15,7 @@ The caller commits, then enqueues the step runs and emits the event handed back.
 """
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from flask import current_app
 from sqlalchemy import select, update
@@ -76,11 +77,12 @@ def start(
     *,
     admit: Admit = runs.reserve_only,
     user_id: int | None = None,
-) -> tuple[WorkflowRun, Reservation | None]:
+) -> tuple[WorkflowRun, Reservation | None, runs.Held | None]:
     """Create a run of ``workflow`` (``value``: its stored input): its first steps queued
     with their inputs, the others pending. Reserves one call per step (QuotaExceeded when
-    they do not all fit; None for sandbox keys); raises InputRefused when a first step's
-    inputs do not fit its tool. The caller commits, then enqueues ``queued_steps``.
+    they do not all fit; None for sandbox keys), held until the caller commits with
+    ``runs.commit_submission``; raises InputRefused when a first step's inputs do not fit
+    its tool. The caller commits, then enqueues ``queued_steps``.
 
     A run started on the site by a member of the account (``user_id``; ``context`` from
     ``member_context``, with no key) belongs to the account: its steps are web runs of that
@@ -103,14 +105,35 @@ def start(
             first[step.id] = step_inputs(step, step.resolve(document))
         except StepInputRefused as refused:
             raise InputRefused({"input": [refused.message]}) from None
+    steps = len(workflow.steps)
     request = (
         None
         if context.sandbox
-        else quota.Request(context.key_id, context.daily_quota, len(workflow.steps), moment)
+        else quota.Request(
+            context.key_id, context.daily_quota, steps, moment, run_id=run.id, submitting=True
+        )
     )
     reservation = admit(context, request)
     if reservation is not None and not reservation.granted:
         raise QuotaExceeded(reservation)
+    held = runs.held_for(context, reservation, run.id, steps)
+    try:
+        _add_run_and_steps(run, workflow, context, first, moment, user_id)
+    except BaseException:
+        runs.give_back(held)
+        raise
+    return run, reservation, held
+
+
+def _add_run_and_steps(
+    run: WorkflowRun,
+    workflow: Workflow,
+    context: KeyContext,
+    first: dict,
+    moment: datetime,
+    user_id: int | None,
+) -> None:
+    """The workflow run's row and its steps' rows (queued: those in ``first``), flushed."""
     db.session.add(run)
     db.session.flush()  # the steps' rows refer to it (no ORM relationship orders the inserts)
     for step in workflow.steps:
@@ -134,7 +157,6 @@ def start(
             )
         )
     db.session.flush()
-    return run, reservation
 
 
 def member_context(account: Account, plan: PlanInfo) -> KeyContext:

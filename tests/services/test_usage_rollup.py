@@ -332,7 +332,7 @@ def test_a_workflow_started_on_the_site_is_charged_to_the_account_as_web_usage(a
     user_id = db.session.scalar(sa.select(User.id).where(User.email == "site@example.com"))
     workflow = workflows.find_workflow("review-insights")
     context = workflows.member_context(account, get_plan("pro"))
-    run, reservation = workflows.start(
+    run, reservation, _held = workflows.start(
         context, workflow, "Great app. Sync fails daily.",
         admit=workflows.no_reservation, user_id=user_id,
     )  # fmt: skip
@@ -357,7 +357,7 @@ def test_a_failed_step_of_a_site_workflow_gives_back_no_web_allowance(app, monke
 
     monkeypatch.setattr("services.runs.run_tool", refused)
     context = workflows.member_context(account, get_plan("pro"))
-    run, _ = workflows.start(
+    run, _, _ = workflows.start(
         context, workflows.find_workflow("review-insights"), "Sync fails.",
         admit=workflows.no_reservation, user_id=None,
     )  # fmt: skip

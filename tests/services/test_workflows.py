@@ -21,7 +21,7 @@ def context(app, make_key):
 
 
 def begin(context, workflow_id: str, value: str) -> WorkflowRun:
-    run, _ = workflows.start(context, load_workflows().get(workflow_id), value)
+    run, _, _ = workflows.start(context, load_workflows().get(workflow_id), value)
     db.session.commit()
     return run
 

@@ -145,7 +145,7 @@ def run_tool_request(tool: Tool, inputs: dict):
         raise _quota_problem(refused.reservation) from None
     _note_usage(result.reservation)
     run_id = result.run.id
-    db.session.commit()
+    runs.commit_submission(result.held)
     dispatcher().enqueue(
         run_tool_job,
         run_id,

@@ -34,7 +34,7 @@ from catalogue import Workflow
 from extensions import db
 from jobs.workflows import enqueue_step
 from models import WorkflowRun
-from services import clock, workflows
+from services import clock, runs, workflows
 from services.binary import BinaryInputError
 from services.runs import QuotaExceeded
 from services.urls import absolute_url_for
@@ -106,7 +106,7 @@ def start_run():
     context = current_key()
     try:
         value = workflows.store_input(workflow, body["input"], context.account_id)
-        run, reservation = workflows.start(context, workflow, value, admit=admit_run)
+        run, reservation, held = workflows.start(context, workflow, value, admit=admit_run)
     except BinaryInputError as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None
@@ -124,7 +124,7 @@ def start_run():
         "created_at": clock.as_utc(run.created_at),
     }
     queued = workflows.queued_steps(run)
-    db.session.commit()
+    runs.commit_submission(held)
     for step_run_id in queued:
         enqueue_step(step_run_id, accepted["run_id"], first=True)
     response = jsonify(WorkflowRunAcceptedSchema().dump(accepted))

@@ -142,7 +142,7 @@ def start_workflow_run(workflow_id: str):
         return _refused(workflow, 422, problem, typed)
     try:
         stored = workflows.store_input(workflow, value, account.id)
-        run, _ = workflows.start(
+        run, _, _ = workflows.start(
             workflows.member_context(account, plan),
             workflow,
             stored,
