@@ -17,6 +17,14 @@ def redis_client(app) -> redis.Redis | None:
     return app.extensions["redis"]
 
 
+def worker_connection(app) -> redis.Redis:
+    """A client of its own for RQ's worker loop. RQ waits for a job with a blocking pop of
+    minutes and raises its client's read timeout above that wait, but only for connections
+    made after: on the app's client (5 s, and connections already pooled) an idle worker
+    logged "Timeout reading from socket" every few seconds. Nothing here has connected yet."""
+    return redis.Redis.from_url(app.config["REDIS_URL"], socket_connect_timeout=2)
+
+
 class ThreadConnections:
     """A connection of ``client``'s pool per thread (and process), for the commands every
     request sends: packed by hiredis, sent once and read once.

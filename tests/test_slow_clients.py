@@ -6,6 +6,7 @@ loopback port) on the test database and Redis, with ``WEB_REQUEST_TIMEOUT`` shor
 that the bound on a half-sent request can be seen within the test.
 """
 
+import contextlib
 import json
 import re
 import socket
@@ -26,17 +27,23 @@ SLACK = 1.5
 @pytest.fixture
 def web(app, tmp_path):
     """The Procfile's web command on a loopback port; yields the port."""
+    with web_command(tmp_path, WEB_REQUEST_TIMEOUT=str(REQUEST_TIMEOUT)) as server:
+        yield server.port
+
+
+@contextlib.contextmanager
+def web_command(folder, **settings: str):
+    """The Procfile's web command on a loopback port, started (``bench/faults.py``'s
+    ``WebServer``), with the deployment's environment and ``settings``; stopped after."""
     port = _free_port()
-    env = {
-        **_deployment_env(),
-        "WEB_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT),
-        "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
-    }
+    env = {**_deployment_env(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", **settings}
     args = faults.loopback_web_args(faults.procfile_command("web"), env, port)
-    server = faults.WebServer(args, env, port, tmp_path / "web.log")
+    server = faults.WebServer(args, env, port, folder / "web.log")
     server.start()
-    yield port
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def warm_up(port: int, raw: str) -> None:

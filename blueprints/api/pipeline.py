@@ -555,7 +555,7 @@ def respond_idempotently(produce):
             kept = _keepable(answer)
         idempotency.complete(context.key_id, key, print_, kept)
         raise
-    except Exception:
+    except BaseException:  # an error, or the request given up on: the key is free again
         idempotency.complete(context.key_id, key, print_, None)
         raise
     kept = _keepable(response) if response.status_code in _REPLAYABLE else None

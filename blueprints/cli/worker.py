@@ -18,7 +18,7 @@ from rq.scheduler import RQScheduler
 from extensions import db
 from services import sweeper
 from services.queue import QUEUES, JobLease
-from services.redis import redis_client
+from services.redis import redis_client, worker_connection
 
 log = logging.getLogger(__name__)
 
@@ -123,11 +123,12 @@ def worker_cli(queues):
             "REDIS_URL is not set: the embedded default runs jobs inside the web process."
         )
     sweeper.start_maintenance(app)
+    connection = worker_connection(app)
 
     def new_worker() -> LeasedWorker:
         worker = LeasedWorker(
-            [Queue(name, connection=client) for name in queues],
-            connection=client,
+            [Queue(name, connection=connection) for name in queues],
+            connection=connection,
             maintenance_interval=int(app.config["RQ_MAINTENANCE_SECONDS"]),
         )
         worker.lease_seconds = float(app.config["JOB_LEASE_SECONDS"])

@@ -2,12 +2,16 @@
 
 import os
 import signal
+import time
 
 import pytest
 import redis
+from rq import Queue
 from rq.exceptions import StopRequested
 
-from blueprints.cli.worker import work_until_stopped
+from blueprints.cli.worker import LeasedWorker, work_until_stopped
+from services.redis import worker_connection
+from tests.conftest import _deployment_env, needs_pg, needs_redis, start_worker, stop_worker
 
 
 class _Worker:
@@ -109,3 +113,30 @@ def test_a_stop_noted_by_the_last_worker_after_it_returned_ends_the_command():
 
     work_until_stopped(new_worker, sleep=lambda _s: pytest.fail("waited"))
     assert len(made) == 1
+
+
+@needs_pg
+@needs_redis
+def test_an_idle_worker_waits_for_jobs_without_read_timeouts(tmp_path):
+    """RQ's blocking wait for a job lasts minutes; on the app's client (5 s reads) an idle
+    worker logged "Timeout reading from socket" every few seconds."""
+    log_path = tmp_path / "worker.log"
+    process = start_worker(_deployment_env(), log_path)
+    try:
+        time.sleep(12)  # past the app client's 5 s read timeout twice
+        assert process.poll() is None, log_path.read_text()[-3000:]
+    finally:
+        stop_worker(process, log_path)
+    log = log_path.read_text()
+    assert "Listening on" in log or "*** Listening" in log, log[-3000:]
+    assert "Timeout reading from socket" not in log, log[-3000:]
+
+
+def test_the_workers_connection_reads_longer_than_its_blocking_wait(app):
+    if app.extensions.get("redis") is None:
+        pytest.skip("needs Redis")
+    connection = worker_connection(app)
+    worker = LeasedWorker([Queue("api", connection=connection)], connection=connection)
+    timeout = connection.connection_pool.connection_kwargs["socket_timeout"]
+    assert timeout > worker.dequeue_timeout
+    assert app.extensions["redis"].connection_pool.connection_kwargs["socket_timeout"] == 5
