@@ -570,6 +570,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     import faults_records  # the faults of what is recorded and counted
 
     faults_records.add_commands(commands)
+    import faults_chaos  # the mixed load under a rotation of faults
+
+    faults_chaos.add_commands(commands)
     return parser.parse_args(argv)
 
 

@@ -68,11 +68,12 @@ QUICK_MAINTENANCE = {
 
 
 @contextlib.contextmanager
-def deployment(**extra: str):
-    """A private PostgreSQL and Redis, migrated, with the environment of a deployment on
-    them: yields ``(env, postgres, redis_server, port)``."""
+def deployment(aof_dir: str | None = None, **extra: str):
+    """A private PostgreSQL and Redis (with an append-only file in ``aof_dir``), migrated,
+    with the environment of a deployment on them: yields ``(env, postgres, redis_server,
+    port)``."""
     postgres = PrivatePostgres().start()
-    redis_server = RedisServer()
+    redis_server = RedisServer(aof_dir)
     redis_server.start()
     port = free_port()
     try:

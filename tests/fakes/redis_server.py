@@ -12,7 +12,10 @@ class RedisServer:
     """``start()``, then ``url``; ``stop()`` (SIGTERM; nothing is saved, so a start after
     it is an empty Redis, as a restart without persistence)."""
 
-    def __init__(self):
+    def __init__(self, aof_dir: str | None = None):
+        # With ``aof_dir``, an append-only file there (fsync every second, as production's
+        # Redis is set up): a restart keeps what was written.
+        self.aof_dir = aof_dir
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -21,8 +24,12 @@ class RedisServer:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
-            + ["--save", "", "--appendonly", "no"],
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+            + (
+                ["--appendonly", "yes", "--appendfsync", "everysec", "--dir", self.aof_dir]
+                if self.aof_dir
+                else ["--appendonly", "no"]
+            ),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
