@@ -103,29 +103,19 @@ def pdf_operator_bomb(operators: int, pages: int = 1) -> bytes:
     """``pages`` pages sharing one content stream of ``operators`` text-show operators: a few
     hundred KB that pypdf expands and parses into millions of objects per page."""
     content = b"BT /F1 1 Tf 0 0 Td\n" + b"(a) Tj\n" * operators + b"ET\n"
-    kids = b" ".join(b"%d 0 R" % (5 + index) for index in range(pages))
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
-        _stream(content),
-        _FONT,
-    ]
-    page = (
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
-        b"/Resources << /Font << /F1 4 0 R >> >> >>"
-    )
-    objects += [page] * pages
-    return _pdf(objects)
+    return _pdf_pages(pages, (612, 792), content)
 
 
 def pdf_huge_pages(pages: int) -> bytes:
     """Many pages of 14,400 x 14,400 points (200 x 200 inches, the most PDF allows), each
     with one short line of text: what a renderer at 150 dpi would make 900 MP of."""
-    return _pdf_pages(pages, 14_400)
+    return _pdf_pages(pages, (14_400, 14_400))
 
 
-def _pdf_pages(pages: int, side: int) -> bytes:
-    content = b"BT /F1 12 Tf 72 72 Td (Hello) Tj ET\n"
+def _pdf_pages(
+    pages: int, size: tuple[int, int], content: bytes = b"BT /F1 12 Tf 72 72 Td (Hello) Tj ET\n"
+) -> bytes:
+    """``pages`` pages of ``size`` points sharing one content stream."""
     kids = b" ".join(b"%d 0 R" % (5 + index) for index in range(pages))
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -135,7 +125,7 @@ def _pdf_pages(pages: int, side: int) -> bytes:
     ]
     page = (
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 3 0 R "
-        b"/Resources << /Font << /F1 4 0 R >> >> >>" % (side, side)
+        b"/Resources << /Font << /F1 4 0 R >> >> >>" % size
     )
     return _pdf([*objects, *[page] * pages])
 
@@ -227,7 +217,7 @@ def photo_jpeg(width: int, height: int) -> bytes:
 
 
 def _small_pdf(folder: Path) -> bytes:
-    return _pdf_pages(2, 612)
+    return _pdf_pages(2, (612, 612))
 
 
 def _small_audio(folder: Path) -> bytes:
