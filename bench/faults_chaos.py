@@ -5,9 +5,10 @@ On a private PostgreSQL and a private Redis with an append-only file (``faults_r
 ``deployment``), the Procfile's web command and worker, an OpenAI-compatible fake provider
 and a webhook receiver on loopback:
 
-- the load, for ``--duration`` seconds: inline tool runs (``word-counter``), async runs of a
-  provider tool (``Prefer: respond-async``, each with its own ``Idempotency-Key``, announced
-  by a webhook) and workflow runs, from ``--clients`` clients each;
+- the load, for ``--duration`` seconds, from ``--clients`` clients: each sends an async run
+  of a provider tool every 2 s (``Prefer: respond-async``, its own ``Idempotency-Key``,
+  announced by a webhook) and a workflow run every 10 s, and inline tool runs
+  (``word-counter``) in between;
 - the faults, in turn and evenly spread (``--rounds`` times each): a web worker SIGKILLed,
   the RQ worker SIGKILLed (and started again), Redis shut down and started 2 s later (its
   append-only file kept), PostgreSQL stopped at once (``-m immediate``) and started 2 s
@@ -76,18 +77,31 @@ class Answers:
                 ].append(run_id)
 
 
+# The mix, per client: an async run at most every ASYNC_EVERY seconds and a workflow run every
+# WORKFLOW_EVERY (they queue work for one worker, at the pace of the issue's soak), inline runs
+# in between.
+ASYNC_EVERY = 2.0
+WORKFLOW_EVERY = 10.0
+
+
 def _requests(raw_key: str):
-    """The three kinds of request, in turn: (kind, path, headers, body)."""
+    """The three kinds of request, in the mix: (kind, path, headers, body)."""
     auth = {"X-SVC-API-Key": raw_key, "Content-Type": "application/json", "Connection": "close"}
     inline = json.dumps({"input": SAMPLE_TEXT}).encode()
     queued = json.dumps({"slug": ASYNC_TOOL, "input": "def add(a, b):\n    return a + b\n"})
     flow = json.dumps({"workflow_id": WORKFLOW, "input": SAMPLE_TEXT}).encode()
+    next_async = next_workflow = time.monotonic()
     while True:
-        for _ in range(8):
+        now = time.monotonic()
+        if now >= next_async:
+            next_async = now + ASYNC_EVERY
+            headers = {**auth, "Prefer": "respond-async", "Idempotency-Key": str(uuid.uuid4())}
+            yield "async", "/v1/tools/run", headers, queued.encode()
+        elif now >= next_workflow:
+            next_workflow = now + WORKFLOW_EVERY
+            yield "workflow", "/v1/workflows/run", auth, flow
+        else:
             yield "inline", "/v1/public/tools/word-counter/run", auth, inline
-        headers = {**auth, "Prefer": "respond-async", "Idempotency-Key": str(uuid.uuid4())}
-        yield "async", "/v1/tools/run", headers, queued.encode()
-        yield "workflow", "/v1/workflows/run", auth, flow
 
 
 def _load(port: int, raw_key: str, stop: threading.Event, answers: Answers) -> None:
@@ -228,9 +242,20 @@ def chaos(seconds: float = 480, clients: int = 4, rounds: int = 2) -> ChaosResul
             thread.join(timeout=30)
         duration = time.monotonic() - started
         time.sleep(BATCHES_WRITTEN)
-        _settle(env, 120)
+        _settle(env, 300)
         counts = _count(env, port, raw_key, answers, receiver)
+        _keep_logs(folder)
         return ChaosResult(duration, answers, notes, counts)
+
+
+LOGS = Path(tempfile.gettempdir()) / "svc-chaos-logs"
+
+
+def _keep_logs(folder: Path) -> None:
+    """The processes' logs, kept in LOGS (outside the repository) for a look at what failed."""
+    LOGS.mkdir(exist_ok=True)
+    for log in folder.glob("*.log"):
+        (LOGS / log.name).write_bytes(log.read_bytes())
 
 
 def _set_webhook(port: int, raw_key: str, url: str) -> None:
