@@ -129,3 +129,43 @@ def test_a_worker_carries_on_after_the_database_restarts(
         assert "PendingRollbackError" not in (tmp_path / "worker.log").read_text()
     finally:
         receiver.stop()
+
+
+def test_submissions_refused_while_the_database_is_down_charge_nothing(
+    app, client, private_pg, make_key
+):
+    """Async and workflow POSTs while PostgreSQL is stopped: 503, and calls_today as before
+    (each had reserved its calls in Redis, then failed to insert: 8 such POSTs once raised
+    the count by 12 with no run). The key is served from the process's cache meanwhile."""
+    app.config["KEY_CACHE_SECONDS"] = 300
+    raw = make_key("agency")
+    assert _queued_run(client, raw)
+    whoami = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    before = whoami["usage"]["calls_today"]
+    assert before == 1
+    workflow = {"workflow_id": "review-insights", "input": "Good value, slow delivery."}
+    db.session.remove()
+    private_pg.crash()
+    try:
+        answers = [
+            client.post(
+                "/v1/tools/run",
+                headers={**auth(raw), "Prefer": "respond-async"},
+                json={"slug": TOOL, "input": "print('hello')"},
+            )
+            for _ in range(4)
+        ]
+        answers += [
+            client.post("/v1/workflows/run", headers=auth(raw), json=workflow) for _ in range(2)
+        ]
+    finally:
+        private_pg.start()
+        private_pg.wait_until_ready()
+    assert [answer.status_code for answer in answers] == [503] * 6
+    assert all("nothing was charged" in a.get_json()["detail"].lower() for a in answers)
+    db.session.remove()
+    after = _until(
+        lambda: client.get("/v1/public/whoami", headers=auth(raw)).get_json(), 30, "whoami"
+    )
+    assert after["usage"]["calls_today"] == before
+    assert app.extensions["redis"].zcard("runs:submitting") == 0
