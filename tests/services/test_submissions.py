@@ -9,6 +9,7 @@ from catalogue import load_workflows
 from engines import get_engine
 from extensions import db
 from services import clock, keys, quota, runs
+from services.sweeper import run_maintenance
 from tests.conftest import auth, needs_pg, needs_redis
 
 pytestmark = [needs_pg, needs_redis]
@@ -112,3 +113,18 @@ def test_the_sweep_gives_back_a_submission_whose_process_died_before_its_commit(
     assert quota.store().usage(context.key_id, clock.now()).calls == 1
     assert _submitting(app) == []
     assert died.held.run_id != committed.held.run_id
+
+
+def test_a_workers_maintenance_pass_gives_back_what_a_dead_process_held(app, make_key):
+    """The task runs in every worker's maintenance (every SWEEP_INTERVAL_SECONDS, 15 s):
+    with the grace of RUN_SUBMIT_GRACE_SECONDS (20 s) a dead submission is given back
+    within about 35 s."""
+    context = keys.resolve(make_key("pro"))
+    tool = app.extensions["catalogue"].get("word-counter")
+    runs.submit(context, tool, {"text": "a"}, notify=True)
+    db.session.rollback()  # the process died between its reservation and its commit
+    assert quota.store().usage(context.key_id, clock.now()).calls == 1
+    app.config["RUN_SUBMIT_GRACE_SECONDS"] = 0
+    run_maintenance(app)
+    assert quota.store().usage(context.key_id, clock.now()).calls == 0
+    assert _submitting(app) == []
