@@ -122,6 +122,10 @@ class Config:
     SWEEP_GRACE_SECONDS = 30.0
     JOB_LEASE_SECONDS = 30.0
     RQ_MAINTENANCE_SECONDS = 60
+    # The I/O worker (``worker-io``, blueprints/cli/worker.py): jobs in flight at once per
+    # process, and how long a stop waits for them before leaving them to their leases.
+    IO_WORKER_CONCURRENCY = 250
+    IO_WORKER_STOP_GRACE_SECONDS = 20.0
     # flask-limiter
     RATELIMIT_HEADERS_ENABLED = False
     RATELIMIT_STRATEGY = "fixed-window"
@@ -204,6 +208,7 @@ class Config:
                     "RUN_JOURNAL_GRACE_SECONDS",
                     "RUN_INFLIGHT_GRACE_SECONDS",
                     "RUN_SUBMIT_GRACE_SECONDS",
+                    "IO_WORKER_STOP_GRACE_SECONDS",
                 )
                 if os.environ.get(name)
             },
@@ -215,6 +220,7 @@ class Config:
                     "TRUSTED_PROXIES",
                     "LOCAL_LLM_SEED",
                     "ASSISTANT_MAX_QUESTION_CHARS",
+                    "IO_WORKER_CONCURRENCY",
                 )
                 if os.environ.get(name)
             },

@@ -97,6 +97,13 @@ class Engine:
         answers a configured model provider would make better (the catalogue says so)."""
         return False
 
+    def waits_on_network(self) -> bool:
+        """Whether a run of this engine spends its time waiting on the network (a model
+        provider's answer) rather than computing here. The queued runs of such an engine go
+        to the I/O queues, whose worker holds hundreds of them at once; the others to the
+        queues of the workers that compute (``services.queue.queue_for``)."""
+        return False
+
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 

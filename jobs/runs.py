@@ -1,7 +1,9 @@
-"""RQ jobs of tool runs (queue: default), and the sweep of the runs their jobs lost."""
+"""RQ jobs of tool runs (the queue their tool's engine calls for), and the sweep of the runs
+their jobs lost."""
 
 import logging
 
+from catalogue import Tool
 from extensions import db
 from jobs.webhooks import emit
 from jobs.workflows import advance_workflow
@@ -11,6 +13,24 @@ from services.events import run_event
 from services.queue import dispatcher
 
 log = logging.getLogger(__name__)
+
+# A queued run still going after this long is failed (its job is given up on).
+RUN_TIMEOUT = 600
+
+
+def enqueue_run(run_id: str, tool: Tool, *, awaited: bool = False, site: bool = False) -> None:
+    """Queue a submitted run's job (after the commit that created the run), on the queue its
+    tool's engine calls for (``runs.queue_for``). ``awaited``: a caller will wait for it;
+    ``site``: a run of the site's visitors, which waits behind the API's runs."""
+    dispatcher().enqueue(
+        run_tool_job,
+        run_id,
+        job_id=run_id,
+        timeout=RUN_TIMEOUT,
+        on_failure=fail_abandoned_run,
+        awaited=awaited,
+        queue=runs.queue_for(tool, site=site),
+    )
 
 
 def run_tool_job(run_id: str) -> None:

@@ -1,4 +1,5 @@
-"""Jobs that deliver webhook events (queue: default), one attempt per job.
+"""Jobs that deliver webhook events (queue: io, as they wait on the receiver), one attempt
+per job.
 
 ``emit`` records the delivery and queues its first attempt; a failed attempt queues the
 next one after the retry delay (RQ's scheduler, or a timer in the embedded default).
@@ -12,7 +13,7 @@ import logging
 import secrets
 
 from services import webhooks
-from services.queue import dispatcher
+from services.queue import IO_QUEUE, dispatcher
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ def schedule(delivery_id: str, delay: float = 0) -> None:
         "job_id": f"{_JOB_PREFIX}{delivery_id}-{secrets.token_hex(4)}",
         "timeout": JOB_TIMEOUT,
         "on_failure": _attempt_died,
+        "queue": IO_QUEUE,
     }
     if delay > 0:
         dispatcher().enqueue_in(delay, deliver, delivery_id, **options)

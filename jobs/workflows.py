@@ -1,4 +1,4 @@
-"""RQ jobs of workflow runs (queue: default): one job per step.
+"""RQ jobs of workflow runs: one job per step, on the queue its tool's engine calls for.
 
 A step's job runs it as a queued tool run, then advances its workflow run: the steps it
 unblocked are queued, or the run ends and its event goes out through ``jobs.webhooks.emit``.
@@ -8,11 +8,13 @@ by a worker that died between a step's end and the advance).
 
 import logging
 
+from sqlalchemy import select
+
 from extensions import db
 from jobs.webhooks import emit
 from models import Run
 from services import runs, workflows
-from services.queue import dispatcher
+from services.queue import DEFAULT_QUEUE, dispatcher
 from services.workflows import Progress
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,8 @@ def dispatch(progress: Progress) -> None:
 def enqueue_step(run_id: str, workflow_run_id: str, *, first: bool = False) -> None:
     """Queue a step's job (after the commit that queued its run); ``first``: a step the
     workflow run starts with."""
+    slug = db.session.scalar(select(Run.tool_slug).where(Run.id == run_id))
+    tool = runs.find_tool(slug) if slug is not None else None
     dispatcher().enqueue(
         run_step_job,
         run_id,
@@ -75,4 +79,6 @@ def enqueue_step(run_id: str, workflow_run_id: str, *, first: bool = False) -> N
         job_id=run_id,
         timeout=STEP_TIMEOUT,
         on_failure=fail_abandoned_step,
+        # A step whose tool is gone fails at once, where it is: any queue will do.
+        queue=runs.queue_for(tool) if tool is not None else DEFAULT_QUEUE,
     )

@@ -17,6 +17,7 @@ of a started job outlives a dead SimpleWorker by the job's whole timeout).
 import itertools
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,19 +35,42 @@ from sqlalchemy.orm import Session
 from werkzeug.utils import import_string
 
 from engines.base import stop_signal
-from services import clock
+from services import clock, parking
 from services.redis import redis_client
 
 log = logging.getLogger(__name__)
 
+# Two kinds of queue, each with its own kind of worker (the Procfile's ``worker`` and
+# ``worker-io``). The compute queues: local engines that keep a core busy (OCR, speech, the
+# embedded model, ffmpeg, images), one job at a time per worker process. The I/O queues: runs
+# that wait on the network (a model provider's answer, a webhook receiver), hundreds at once
+# per worker process (``flask worker --io``: greenlets). A tool's run goes where its engine
+# says (``Engine.waits_on_network``, read by ``queue_for``).
 DEFAULT_QUEUE = "default"
 # The site's runs: workers take them only when the API's queue is empty, so that anonymous
 # traffic never delays API clients.
 WEB_QUEUE = "web"
-QUEUES = (DEFAULT_QUEUE, WEB_QUEUE)
+IO_QUEUE = "io"
+IO_WEB_QUEUE = "io-web"
+CPU_QUEUES = (DEFAULT_QUEUE, WEB_QUEUE)
+IO_QUEUES = (IO_QUEUE, IO_WEB_QUEUE)
+QUEUES = CPU_QUEUES + IO_QUEUES
+
+
+def queue_for(waits_on_network: bool, *, site: bool = False) -> str:
+    """The queue of a job that waits on the network or computes, for the API (and webhooks,
+    workflows) or for the site's visitors (``site``), whose jobs wait behind the API's."""
+    if waits_on_network:
+        return IO_WEB_QUEUE if site else IO_QUEUE
+    return WEB_QUEUE if site else DEFAULT_QUEUE
+
+
 _DONE_TTL = 300
-# redis-py's socket timeout is 5 s; block in shorter slices so BLPOP never trips it.
-_BLOCK_SLICE = 4
+# A run's end is published on this channel (its id), and its done-key set for 5 minutes.
+DONE_CHANNEL = "runs:done"
+# A waiter looks at the done-key this often, besides being woken by the channel: it may
+# have missed a message while its process's subscription was being made again.
+_LOOK_EVERY = 2.0
 
 # What the queue knows of a job (``job_state``).
 WAITING = "waiting"
@@ -105,11 +129,109 @@ class JobLease:
         self.redis.set(self.key, repr(self.deadline), ex=math.ceil(self.seconds))
 
 
+def _done_key(run_id: str) -> str:
+    return f"run-done:{run_id}"
+
+
+class Waiters:
+    """The callers of this process waiting for runs to end (``Prefer: wait``), woken by one
+    subscription to ``DONE_CHANNEL`` per process.
+
+    A waiter holds no Redis connection while it waits (each once held one for a blocking
+    pop: two hundred waiting callers were two hundred connections): it registers an event,
+    looks at the run's done-key (the run may have ended already), and sleeps on the event,
+    looking again every ``_LOOK_EVERY`` seconds. One listener thread (a greenlet under
+    gevent) reads the channel and sets the events of the runs that ended.
+    """
+
+    def __init__(self, client: redis.Redis):
+        self.client = client
+        self._lock = threading.Lock()
+        # A run's id -> (its event, how many callers wait on it).
+        self._events: dict[str, tuple[threading.Event, int]] = {}
+        self._listening: tuple[int, threading.Event] | None = None  # (pid, subscribed)
+
+    def wait(self, run_id: str, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        event = self._register(run_id)
+        try:
+            with parking.parked():
+                self._listen()
+                while True:
+                    if self.client.exists(_done_key(run_id)):
+                        return True
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    event.wait(min(left, _LOOK_EVERY))
+        except redis.RedisError as error:
+            log.warning("stopped waiting for run %s: %s", run_id, error)
+            return False
+        finally:
+            self._unregister(run_id)
+
+    def waiting(self) -> int:
+        """How many runs have callers waiting here."""
+        with self._lock:
+            return len(self._events)
+
+    def _register(self, run_id: str) -> threading.Event:
+        with self._lock:
+            event, count = self._events.get(run_id) or (threading.Event(), 0)
+            self._events[run_id] = (event, count + 1)
+        return event
+
+    def _unregister(self, run_id: str) -> None:
+        with self._lock:
+            event, count = self._events.pop(run_id)
+            if count > 1:
+                self._events[run_id] = (event, count - 1)
+
+    def _listen(self) -> None:
+        """Start this process's listener if it has none (a forked process starts its own),
+        and let it subscribe (up to a second) before the caller first looks."""
+        with self._lock:
+            listening = self._listening
+            if listening is None or listening[0] != os.getpid():
+                listening = (os.getpid(), threading.Event())
+                self._listening = listening
+                thread = threading.Thread(
+                    target=self._read, args=(listening[1],), name="run-waiters", daemon=True
+                )
+                thread.start()
+        listening[1].wait(1.0)
+
+    def _read(self, subscribed: threading.Event) -> None:
+        pid = os.getpid()
+        while self._listening is not None and self._listening[0] == pid:
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+            try:
+                pubsub.subscribe(DONE_CHANNEL)
+                subscribed.set()
+                while True:
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        self._wake(message["data"].decode())
+            except (redis.RedisError, OSError) as error:
+                # The waiters look at their done-keys meanwhile; Redis's own outage shows
+                # there first.
+                log.warning("run waiters: the subscription failed (%s); subscribing again", error)
+                time.sleep(1.0)
+            finally:
+                pubsub.close()
+
+    def _wake(self, run_id: str) -> None:
+        with self._lock:
+            waiting = self._events.get(run_id)
+        if waiting is not None:
+            waiting[0].set()
+
+
 class RQDispatcher:
     def __init__(self, app: Flask, redis):
         self.redis = redis
-        self.queue = Queue(DEFAULT_QUEUE, connection=redis)
-        self.web_queue = Queue(WEB_QUEUE, connection=redis)
+        self.queues = {name: Queue(name, connection=redis) for name in QUEUES}
+        self.waiters = Waiters(redis)
 
     def enqueue(
         self,
@@ -121,8 +243,8 @@ class RQDispatcher:
         awaited: bool = False,
         queue: str = DEFAULT_QUEUE,
     ) -> None:
-        # ``awaited`` needs nothing here: the done-list a waiter blocks on expires by itself.
-        (self.web_queue if queue == WEB_QUEUE else self.queue).enqueue(
+        # ``awaited`` needs nothing here: the done-key a waiter looks for expires by itself.
+        self.queues[queue].enqueue(
             job,
             *args,
             job_id=job_id,
@@ -134,13 +256,20 @@ class RQDispatcher:
         )
 
     def enqueue_in(
-        self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+        self,
+        seconds: float,
+        job: Callable,
+        *args,
+        job_id: str,
+        timeout: int,
+        on_failure: Callable,
+        queue: str = DEFAULT_QUEUE,
     ) -> None:
         """``enqueue`` once ``seconds`` have passed (RQ's scheduler, which the worker runs).
         RQ keeps the time in whole seconds, cut down: the time is rounded up to the next
         second, so the job is never due early (a webhook retry 5 s ± 10 % after a failure
         came 4 s after it)."""
-        self.queue.enqueue_at(
+        self.queues[queue].enqueue_at(
             datetime.fromtimestamp(math.ceil(time.time() + seconds), UTC),
             job,
             *args,
@@ -160,10 +289,9 @@ class RQDispatcher:
     def finished(self, run_id: str) -> None:
         """Wake the waiter, if any. Best effort: a waiter that is not woken answers 202 and
         the caller polls, so an unreachable Redis must not fail the job that ended the run."""
-        key = f"run-done:{run_id}"
-        pipe = self.redis.pipeline()
-        pipe.rpush(key, 1)
-        pipe.expire(key, _DONE_TTL)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(_done_key(run_id), 1, ex=_DONE_TTL)
+        pipe.publish(DONE_CHANNEL, run_id)
         try:
             pipe.execute()
         except redis.RedisError as error:
@@ -172,15 +300,7 @@ class RQDispatcher:
     def wait(self, run_id: str, seconds: float) -> bool:
         """Whether the run finished within ``seconds``. Redis failing mid-wait counts as not
         yet: the caller answers 202 with the run's status URL instead of losing the run."""
-        deadline = time.monotonic() + seconds
-        key = f"run-done:{run_id}"
-        try:
-            while (left := deadline - time.monotonic()) > 0:
-                if self.redis.blpop([key], timeout=min(_BLOCK_SLICE, max(left, 0.01))):
-                    return True
-        except redis.RedisError as error:
-            log.warning("stopped waiting for run %s: %s", run_id, error)
-        return False
+        return self.waiters.wait(run_id, seconds)
 
     def job_state(self, job_id: str, created_at: datetime, grace: float) -> str:
         """``WAITING`` while RQ holds the job unstarted; ``WORKING`` while it is started and
@@ -226,6 +346,8 @@ class _Job:
     stop: threading.Event = field(default_factory=threading.Event)
     # Its queue's place in QUEUES: a job of an earlier queue is taken first.
     priority: int = 0
+    # Whether it runs on the threads of the I/O queues (it waits on the network).
+    io: bool = False
     # Its place in line within its queue.
     sequence: int = field(default_factory=itertools.count().__next__)
 
@@ -247,22 +369,39 @@ def _refuse_if_abandoned(session: Session) -> None:
         raise JobAbandoned(f"job {job.job_id} ran out of time: its late writes are discarded")
 
 
+@dataclass(eq=False)
+class _Lane:
+    """The threads of the in-process queue that take the jobs of one kind of queue."""
+
+    name: str
+    size: int  # threads taking jobs, at most (a replaced thread finishing aside not counted)
+    eager: bool  # started at the first job (all ``size``), or one by one as jobs wait
+    jobs: PriorityQueue = field(default_factory=PriorityQueue)
+    taking: int = 0  # threads taking jobs now
+    idle: int = 0  # of those, the ones waiting for a job
+
+
 class InProcessDispatcher:
-    """Jobs on ``workers`` threads of this process (the embedded default).
+    """Jobs on threads of this process (the embedded default): ``workers`` threads for the
+    compute queues, and up to ``io_workers`` for the I/O queues (runs waiting on a model
+    provider), started as their jobs come.
 
     A job that outlives its timeout is given up: a timer calls its ``on_failure`` (which
     fails and announces its run), asks its engine to stop (``engines.base.stop_signal``:
     the embedded text model stops generating) and starts a new thread in its place, so the
-    queue never has fewer than ``workers`` threads taking jobs; the old thread ends once the
-    job returns, and what the job would still commit is refused (``JobAbandoned``).
+    queue never has fewer threads taking jobs; the old thread ends once the job returns,
+    and what the job would still commit is refused (``JobAbandoned``).
     """
 
-    def __init__(self, app: Flask, workers: int = 2):
+    def __init__(self, app: Flask, workers: int = 2, io_workers: int = 64):
         self.app = app
         self.workers = workers
-        self._jobs: PriorityQueue[_Job] = PriorityQueue()
+        self._lanes = {
+            False: _Lane("run-worker", workers, eager=True),
+            True: _Lane("io-worker", io_workers, eager=False),
+        }
         self._started = 0  # threads started so far (names them)
-        # The threads taking jobs (``workers`` of them), and those finishing a job given up on.
+        # The threads taking jobs, and those finishing a job given up on.
         self.threads: set[threading.Thread] = set()
         self._done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
@@ -291,31 +430,50 @@ class InProcessDispatcher:
                 # Exists only while someone may wait: finished() or a waiter's timeout
                 # removes it.
                 self._done[job_id] = threading.Event()
-        queued = _Job(job, args, job_id, timeout, on_failure)
-        queued.priority = QUEUES.index(queue)
-        self._submit(queued)
+        self._submit(self._job(job, args, job_id, timeout, on_failure, queue))
 
     def enqueue_in(
-        self, seconds: float, job: Callable, *args, job_id: str, timeout: int, on_failure: Callable
+        self,
+        seconds: float,
+        job: Callable,
+        *args,
+        job_id: str,
+        timeout: int,
+        on_failure: Callable,
+        queue: str = DEFAULT_QUEUE,
     ) -> None:
         """``enqueue`` once ``seconds`` have passed (a timer: lost if the process stops)."""
-        queued = _Job(job, args, job_id, timeout, on_failure)
+        queued = self._job(job, args, job_id, timeout, on_failure, queue)
         timer = threading.Timer(seconds, self._submit, (queued,))
         timer.daemon = True
         timer.start()
 
+    @staticmethod
+    def _job(call, args, job_id, timeout, on_failure, queue: str) -> _Job:
+        queued = _Job(call, args, job_id, timeout, on_failure)
+        queued.priority, queued.io = QUEUES.index(queue), queue in IO_QUEUES
+        return queued
+
     def _submit(self, job: _Job) -> None:
+        lane = self._lanes[job.io]
         with self._lock:
             self._waiting.add(job.job_id)
-            while self._started < self.workers:
-                self._start_thread()
+            if lane.eager:
+                while lane.taking < lane.size:
+                    self._start_thread(lane)
+            elif lane.idle <= lane.jobs.qsize() and lane.taking < lane.size:
+                self._start_thread(lane)
         self._start_maintenance()
-        self._jobs.put(job)
+        lane.jobs.put(job)
 
-    def _start_thread(self) -> None:
-        """One more thread taking jobs (called with the lock held)."""
+    def _start_thread(self, lane: _Lane) -> None:
+        """One more thread taking ``lane``'s jobs (called with the lock held)."""
         self._started += 1
-        thread = threading.Thread(target=self._serve, name=f"run-worker-{self._started}")
+        lane.taking += 1
+        lane.idle += 1
+        thread = threading.Thread(
+            target=self._serve, args=(lane,), name=f"{lane.name}-{self._started}"
+        )
         thread.daemon = True
         self.threads.add(thread)
         thread.start()
@@ -332,11 +490,17 @@ class InProcessDispatcher:
             self._maintenance_started = True
         self.maintenance = sweeper.start_maintenance(self.app)
 
-    def _serve(self) -> None:
-        """A worker thread: run jobs until one of them is given up on (a new thread took
-        this one's place then)."""
-        while self._work(self._jobs.get()):
-            pass
+    def _serve(self, lane: _Lane) -> None:
+        """A worker thread: run ``lane``'s jobs until one of them is given up on (a new
+        thread took this one's place then)."""
+        while True:
+            job = lane.jobs.get()
+            with self._lock:
+                lane.idle -= 1
+            if not self._work(job):
+                break
+            with self._lock:
+                lane.idle += 1
         with self._lock:
             self.threads.discard(threading.current_thread())
 
@@ -385,7 +549,9 @@ class InProcessDispatcher:
             job.stop.set()
             del self._running[job.job_id]
             self._raised.add(job.job_id)
-            self._start_thread()
+            lane = self._lanes[job.io]
+            lane.taking -= 1  # its thread ends once the job returns
+            self._start_thread(lane)
         log.warning("in-process job %s ran out of time (%s s)", job.job_id, job.timeout)
         self._in_context(job.on_failure, (job.job_id,))
 

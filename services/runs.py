@@ -24,7 +24,7 @@ from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, mo
 from extensions import db
 from models import TERMINAL_STATES, Account, Run, WorkflowRun
 from models.base import new_uuid
-from services import allowance, clock, quota, tool_files, usage, usage_rollup
+from services import allowance, clock, queue, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
 from services.keys import KeyContext
 from services.queue import dispatcher
@@ -511,6 +511,12 @@ def find_tool(slug: str) -> Tool | None:
     endpoints (DESIGN.md section 4a), which the API registers in
     ``app.extensions["endpoint_tools"]``."""
     return load_catalogue().get(slug) or current_app.extensions["endpoint_tools"].get(slug)
+
+
+def queue_for(tool: Tool, *, site: bool = False) -> str:
+    """The queue of a queued run of ``tool``: an I/O queue when its engine waits on the
+    network (a model provider), else a compute queue; the site's own when ``site``."""
+    return queue.queue_for(get_engine(tool.engine).waits_on_network(), site=site)
 
 
 def credits_for(tool: Tool, output: dict) -> int:

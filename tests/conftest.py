@@ -290,14 +290,20 @@ def _deployment_env() -> dict:
     }
 
 
-def start_worker(env: dict, log_path: Path | None = None) -> subprocess.Popen:
-    """``flask --app app worker`` with ``env``, in its own session (it forks RQ's scheduler,
-    and a signal to the group reaches both); its output goes to ``log_path``."""
-    flask = Path(sys.executable).with_name("flask")
+def start_worker(env: dict, log_path: Path | None = None, kind: str = "worker") -> subprocess.Popen:
+    """The Procfile's ``kind`` of worker (``worker``: the compute queues; ``worker-io``: the
+    I/O queues) with ``env``, in its own session (it forks RQ's scheduler, and a signal to
+    the group reaches both); its output goes to ``log_path``."""
+    from bench.faults import expand, procfile_command
+
+    args = expand(procfile_command(kind), env)
+    args[0] = (
+        sys.executable if args[0] == "python" else str(Path(sys.executable).with_name(args[0]))
+    )
     out = log_path.open("w") if log_path else subprocess.DEVNULL
     try:
         return subprocess.Popen(
-            [str(flask), "--app", "app", "worker"],
+            args,
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -329,10 +335,13 @@ def stop_worker(process: subprocess.Popen, log_path: Path | None = None, timeout
 
 @pytest.fixture
 def rq_worker(app, tmp_path):
-    """A real RQ worker process (``flask --app app worker``) on the test database and Redis."""
-    log_path = tmp_path / "rq_worker.log"
+    """The Procfile's workers on the test database and Redis, as a deployment runs them: one
+    of each kind (``worker`` and ``worker-io``); yields the compute worker's process."""
+    log_path, io_log_path = tmp_path / "rq_worker.log", tmp_path / "rq_worker_io.log"
     process = start_worker(_deployment_env(), log_path)
+    io_process = start_worker(_deployment_env(), io_log_path, kind="worker-io")
     yield process
+    stop_worker(io_process, io_log_path)
     stop_worker(process, log_path)
 
 

@@ -1,5 +1,20 @@
-"""``flask --app app worker``: the RQ worker of the Procfile, with the app context."""
+"""``flask --app app worker``: the RQ workers of the Procfile, with the app context.
 
+Two kinds, each a Procfile process type a platform scales on its own:
+
+- ``worker`` (``flask --app app worker``): the compute queues, one job at a time per process
+  (``LeasedWorker``), for the engines that keep a core busy (OCR, speech, the embedded
+  model, ffmpeg, images). Loaded models stay in the process between jobs.
+- ``worker-io`` (``python -m gevent.monkey --module flask --app app worker --io``): the I/O
+  queues, up to ``IO_WORKER_CONCURRENCY`` jobs at once per process (``IoWorker``), each in a
+  greenlet, for the runs that wait on the network (a model provider's answer, a webhook
+  receiver). gevent patches the standard library before anything is imported, so sockets,
+  psycopg, redis-py and requests wait without holding the process.
+
+Which queue a run goes to follows from its tool's engine (``services.queue.queue_for``).
+"""
+
+import contextlib
 import ctypes
 import logging
 import os
@@ -12,12 +27,14 @@ from flask import current_app
 from flask.cli import with_appcontext
 from rq import Queue, SimpleWorker
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
-from rq.exceptions import StopRequested
+from rq.exceptions import DequeueTimeout, StopRequested
 from rq.scheduler import RQScheduler
+from rq.timeouts import BaseDeathPenalty
+from rq.utils import now as utcnow
 
 from extensions import db
 from services import sweeper
-from services.queue import QUEUES, JobLease
+from services.queue import CPU_QUEUES, IO_QUEUES, JobLease
 from services.redis import redis_client, worker_connection
 
 log = logging.getLogger(__name__)
@@ -86,6 +103,149 @@ class LeasedWorker(SimpleWorker):
                 self.scheduler.start()
 
 
+class GreenletDeathPenalty(BaseDeathPenalty):
+    """A job's timeout as a ``gevent.Timeout`` in the job's own greenlet: raised in that job
+    alone, at its next wait (a provider that hangs is cut off at the run's timeout). RQ's
+    own (SIGALRM, or an exception thrown into a thread) would reach the whole process."""
+
+    def setup_death_penalty(self):
+        import gevent
+
+        self._deadline = None
+        if self._timeout and self._timeout > 0:
+            message = f"Task exceeded maximum timeout value ({self._timeout} seconds)"
+            self._deadline = gevent.Timeout(self._timeout, self._exception(message))
+            self._deadline.start()
+
+    def cancel_death_penalty(self):
+        if self._deadline is not None:
+            self._deadline.close()
+
+
+class IoWorker(LeasedWorker):
+    """An RQ worker that runs up to ``concurrency`` jobs at once, each in a greenlet of this
+    process, with the same job functions, leases, timeouts and failure callbacks as
+    ``LeasedWorker`` (RQ records each job's execution; its timeout is the job's own, in
+    its greenlet: ``GreenletDeathPenalty``). Needs a process gevent patched first.
+
+    The loop takes a job only when a place is free, and looks for a stop every
+    ``poll_seconds``. A stop (SIGTERM, Ctrl+C) takes no more jobs and gives those in flight
+    ``stop_grace`` seconds to end; what is still in flight then is left to its lease, and
+    the sweep of any worker fails its run once the lease lapses (as after a SIGKILL). A
+    second signal stops at once."""
+
+    death_penalty_class = GreenletDeathPenalty
+    poll_seconds = 1
+    # RQ sends its worker heartbeat after every job (three round trips); once in this many
+    # seconds is enough for a record that lives minutes.
+    heartbeat_seconds = 10.0
+
+    def __init__(self, *args, app, concurrency: int, stop_grace: float, **kwargs):
+        import gevent.pool
+
+        super().__init__(*args, **kwargs)
+        self.app = app
+        self.pool = gevent.pool.Pool(concurrency)
+        self.stop_grace = stop_grace
+        self._beaten = 0.0
+
+    def _install_signal_handlers(self):
+        import gevent
+
+        # A greenlet of their own: a Python handler would raise in whichever job's greenlet
+        # happened to run.
+        for signum in _STOP_SIGNALS:
+            gevent.signal_handler(signum, self._ask_stop, signum)
+
+    def _ask_stop(self, signum):
+        if self.stop_asked:
+            log.warning(
+                "second stop signal: stopping now; %d job(s) in flight are left to their leases",
+                len(self.pool),
+            )
+            os._exit(1)
+        log.info("stop asked (signal %s): no more jobs; %d in flight", signum, len(self.pool))
+        self.stop_asked = True
+        self._stop_requested = True
+        self._shutdown_requested_date = utcnow()
+        with contextlib.suppress(redis.RedisError):
+            self.set_shutdown_requested_date()
+        if self.scheduler:
+            self.stop_scheduler()
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        since = time.monotonic() - self._beaten
+        if timeout is None and pipeline is None and since < self.heartbeat_seconds:
+            return
+        self._beaten = time.monotonic()
+        super().heartbeat(timeout, pipeline)
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        """The next job, once a place is free; StopRequested once a stop is asked for."""
+        import gevent
+
+        wait = _FIRST_WAIT
+        while not self._stop_requested:
+            self.heartbeat()
+            if self.should_run_maintenance_tasks:
+                self.run_maintenance_tasks()
+            if not self.pool.wait_available(timeout=self.poll_seconds):
+                continue
+            try:
+                result = self.queue_class.dequeue_any(
+                    self._ordered_queues,
+                    self.poll_seconds,
+                    connection=self.connection,
+                    job_class=self.job_class,
+                    serializer=self.serializer,
+                    death_penalty_class=self.death_penalty_class,
+                )
+            except DequeueTimeout:
+                continue
+            except (redis.ConnectionError, redis.TimeoutError) as lost:
+                log.error("could not reach Redis (%s); trying again in %.0f s", lost, wait)
+                gevent.sleep(wait)
+                wait = min(wait * 2, _MOST_WAIT)
+                continue
+            wait = _FIRST_WAIT
+            if result is not None:
+                job, _queue = result
+                job.redis_server_version = self.get_redis_server_version()
+                return result
+        raise StopRequested()
+
+    def execute_job(self, job, queue):
+        execution = self.prepare_execution(job)
+        self.pool.spawn(self._perform, job, queue, execution)
+
+    def _perform(self, job, queue, execution):
+        """A job's greenlet: its own app context (so its own database session, removed when
+        the context ends), its lease, and RQ's handling of its end."""
+        timeout = job.timeout if job.timeout and job.timeout > 0 else _NO_TIMEOUT_DEADLINE
+        with self.app.app_context():
+            try:
+                with JobLease(self.connection, job.id, timeout, self.lease_seconds):
+                    self.perform_job(job, queue, execution)
+            except Exception:  # RQ reports the job's own failures; this is its bookkeeping
+                log.exception("job %s: its end could not be recorded", job.id)
+
+    def teardown(self):
+        if len(self.pool):
+            log.info(
+                "waiting up to %.0f s for %d job(s) in flight",
+                self.stop_grace,
+                len(self.pool),
+            )
+            self.pool.join(timeout=self.stop_grace)
+            if len(self.pool):
+                log.warning(
+                    "%d job(s) still in flight are left to their leases: the sweep fails "
+                    "their runs once the leases lapse",
+                    len(self.pool),
+                )
+        super().teardown()
+
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -111,10 +271,16 @@ class WorkerBoundScheduler(RQScheduler):
 
 
 @click.command("worker")
+@click.option(
+    "--io",
+    "io",
+    is_flag=True,
+    help="Run the I/O queues, many jobs at once (start it with python -m gevent.monkey).",
+)
 # The API's queue first: the site's runs wait while it has work (services/queue.py).
-@click.option("--queue", "queues", multiple=True, default=list(QUEUES), show_default=True)
+@click.option("--queue", "queues", multiple=True, help="The queues (default: the kind's own).")
 @with_appcontext
-def worker_cli(queues):
+def worker_cli(io, queues):
     """Run an RQ worker with the app context, and the periodic sweep of stale runs."""
     app = current_app._get_current_object()
     client = redis_client(app)
@@ -122,14 +288,31 @@ def worker_cli(queues):
         raise click.ClickException(
             "REDIS_URL is not set: the embedded default runs jobs inside the web process."
         )
+    if io:
+        from gevent import monkey
+
+        if not monkey.is_module_patched("socket"):
+            raise click.ClickException(
+                "The I/O worker needs gevent's standard library from the start: run "
+                "python -m gevent.monkey --module flask --app app worker --io"
+            )
+    queues = list(queues) or list(IO_QUEUES if io else CPU_QUEUES)
     sweeper.start_maintenance(app)
     connection = worker_connection(app)
 
     def new_worker() -> LeasedWorker:
-        worker = LeasedWorker(
-            [Queue(name, connection=connection) for name in queues],
-            connection=connection,
-            maintenance_interval=int(app.config["RQ_MAINTENANCE_SECONDS"]),
+        options = {
+            "connection": connection,
+            "maintenance_interval": int(app.config["RQ_MAINTENANCE_SECONDS"]),
+        }
+        if io:
+            options.update(
+                app=app,
+                concurrency=int(app.config["IO_WORKER_CONCURRENCY"]),
+                stop_grace=float(app.config["IO_WORKER_STOP_GRACE_SECONDS"]),
+            )
+        worker = (IoWorker if io else LeasedWorker)(
+            [Queue(name, connection=connection) for name in queues], **options
         )
         worker.lease_seconds = float(app.config["JOB_LEASE_SECONDS"])
         return worker

@@ -25,10 +25,9 @@ from blueprints.site import prefill
 from blueprints.site.forms import form_fields, read_form
 from blueprints.site.output import blocks, raw_json
 from extensions import db
-from jobs.runs import fail_abandoned_run, run_tool_job
+from jobs.runs import enqueue_run
 from models import TERMINAL_STATES, Run
 from services import embeds, inputs, runs, urls
-from services.queue import dispatcher
 
 bp = Blueprint("embed", __name__)
 
@@ -38,7 +37,6 @@ EMPTY_STATUS = 404
 EMPTY_BODY = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Not available</title></head><body></body></html>\n'  # noqa: E501
 # A widget's queued run still going after this long is failed (as the API's: its quota and
 # the widget's caps given back).
-RUN_TIMEOUT = 600
 
 
 def _csp(frame_ancestors: str) -> str:
@@ -166,9 +164,7 @@ def _queue(found: embeds.Live, stored: dict, visitor: str, ticket: embeds.Ticket
         run = embeds.submit(found, stored, visitor, ticket)
     except embeds.CapReached as capped:
         return _capped(found, read, capped)
-    dispatcher().enqueue(
-        run_tool_job, run.id, job_id=run.id, timeout=RUN_TIMEOUT, on_failure=fail_abandoned_run
-    )
+    enqueue_run(run.id, found.tool)
     return redirect(_run_url(found, run.id), 303)
 
 

@@ -26,15 +26,13 @@ from blueprints.site.snippets import snippets
 from blueprints.site.visitor import current_visitor, is_bot
 from catalogue import Tool, load_catalogue
 from extensions import db
-from jobs.runs import fail_abandoned_run, run_tool_job
+from jobs.runs import enqueue_run
 from services import allowance, inputs, runs, urls
-from services.queue import WEB_QUEUE, dispatcher
 
 # Web visitors may run the tools of this plan (the API's base plan); those above need an
 # account on their plan.
 WEB_PLAN = "pro"
 # A queued web run still going after this long is failed (its allowance given back).
-RUN_TIMEOUT = 600
 
 # What a tool runs on, by engine: the text model (a provider's, or the embedded one), a
 # provider alone, or (every other engine) a local engine on this service.
@@ -305,14 +303,7 @@ def _queue(tool: Tool, visitor, stored: dict, ticket):
         db.session.rollback()
         allowance.release(ticket)
         raise
-    dispatcher().enqueue(
-        run_tool_job,
-        run.id,
-        job_id=run.id,
-        timeout=RUN_TIMEOUT,
-        on_failure=fail_abandoned_run,
-        queue=WEB_QUEUE,
-    )
+    enqueue_run(run.id, tool, site=True)
     target = url_for("site.run_page", run_id=run.id)
     if request.headers.get("HX-Request"):
         response = make_response("", 200)

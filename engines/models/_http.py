@@ -40,6 +40,8 @@ class Bearer(AuthBase):
         return "Bearer(<redacted>)"
 
 
+POOL_MAXSIZE = 256
+
 _session_lock = threading.Lock()
 _session: tuple[int, requests.Session] | None = None
 
@@ -54,7 +56,10 @@ def session() -> requests.Session:
         if _session is None or _session[0] != os.getpid():
             pooled = requests.Session()
             pooled.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=16)
+            # Connections kept per provider host: an I/O worker holds hundreds of calls at
+            # once (blueprints/cli/worker.py); with 16, every call past the 16th opened a
+            # connection of its own and threw it away after.
+            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=POOL_MAXSIZE)
             pooled.mount("http://", adapter)
             pooled.mount("https://", adapter)
             _session = (os.getpid(), pooled)

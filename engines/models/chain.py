@@ -67,6 +67,12 @@ def unavailable_reason(capability: str) -> str | None:
     return _not_configured(capability)
 
 
+def provider_first() -> bool:
+    """Whether a model provider is the first link of every chain (``AI_BASE_URL`` is set):
+    a run then waits on the network, not on this machine's cores."""
+    return providers.configured()
+
+
 def embedded_only() -> bool:
     """Whether text generation is served by the embedded model alone: no provider is set."""
     return not providers.configured() and local_llm.unavailable_reason() is None

@@ -164,6 +164,9 @@ class ImageGenerateEngine(Engine):
         },
     }
 
+    def waits_on_network(self) -> bool:
+        return True  # a provider only: without one, its runs are refused before they queue
+
     def unavailable_reason(self) -> str | None:
         return chain.unavailable_reason(chain.IMAGES)
 

@@ -396,6 +396,9 @@ class LlmChatEngine(Engine):
     def best_with_provider(self) -> bool:
         return chain.embedded_only()
 
+    def waits_on_network(self) -> bool:
+        return chain.provider_first()
+
     def run(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         return generate(inputs, params)
 

@@ -124,6 +124,9 @@ class VisionChatEngine(Engine):
     name = "vision.chat"
     params_schema = _params_schema()
 
+    def waits_on_network(self) -> bool:
+        return True  # a provider only: without one, its runs are refused before they queue
+
     def unavailable_reason(self) -> str | None:
         return chain.unavailable_reason(chain.VISION)
 

@@ -22,7 +22,9 @@ Every request is recorded (``requests``). With ``api_key`` set, a request withou
 ``Authorization: Bearer <api_key>`` gets OpenAI's 401 (whose message quotes part of the key
 sent, as OpenAI's does); with ``models`` set, an unknown model gets 404 ``model_not_found``.
 ``fail_next(n, status=..., retry_after=...)`` and ``hang_next(n, seconds)`` make the next
-``n`` calls fail or stall.
+``n`` calls fail or stall. ``latency`` (seconds, 0 by default) delays every API answer, as a
+real model's generation time does; ``in_flight`` and ``peak_in_flight`` count the API calls
+being answered at once (now, and the most since the start or ``reset_peak()``).
 """
 
 from __future__ import annotations
@@ -86,12 +88,15 @@ class FakeOpenAI:
         self._closing = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.latency = 0.0
+        self.in_flight = 0
+        self.peak_in_flight = 0
 
     # --- life cycle ----------------------------------------------------------------------
 
     def __enter__(self) -> FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -131,6 +136,10 @@ class FakeOpenAI:
         with self._lock:
             self._replies += answers
 
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak_in_flight = self.in_flight
+
     def calls(self, path: str) -> list[Recorded]:
         """The recorded requests to ``path`` (such as "/v1/chat/completions")."""
         with self._lock:
@@ -142,6 +151,11 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(recorded)
             return self._failures.pop(0) if self._failures else None
+
+    def _entered(self, change: int) -> None:
+        with self._lock:
+            self.in_flight += change
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
 
     def _record_get(self, recorded: Recorded) -> None:
         with self._lock:
@@ -158,6 +172,12 @@ class _ApiError(Exception):
         self.status = status
         self.message = message
         self.code = code
+
+
+class _Server(ThreadingHTTPServer):
+    # Hundreds of clients connect at once under load (bench/provider_load.py): the default
+    # backlog of 5 dropped their connections, which then retried a second later.
+    request_queue_size = 1024
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -216,7 +236,10 @@ class _Handler(BaseHTTPRequestHandler):
             "/v1/embeddings": self._embeddings,
         }
         route = routes.get(self.path)
+        self.fake._entered(1)
         try:
+            if self.fake.latency:
+                self.fake._closing.wait(self.fake.latency)
             if route is None:
                 raise _ApiError(404, f"Invalid URL (POST {self.path})", "not_found")
             self._authorize()
@@ -225,6 +248,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(error)
         except (KeyError, TypeError, AttributeError) as error:
             self._error(_ApiError(400, f"Invalid request: {error!r}"))
+        finally:
+            self.fake._entered(-1)
 
     # --- plumbing ------------------------------------------------------------------------
 

@@ -129,7 +129,7 @@ def test_a_run_past_its_timeout_does_not_keep_the_others_waiting(
     """Two runs that never end occupy both threads; the runs after them are served as soon
     as the two time out, the late results of the two change nothing, and the queue is back
     to two threads once they return."""
-    monkeypatch.setattr("blueprints.api.tools.routes.RUN_TIMEOUT", 0.5)
+    monkeypatch.setattr("jobs.runs.RUN_TIMEOUT", 0.5)
     client = app.test_client()
     queue = dispatcher()
     slow = []

@@ -5,7 +5,16 @@ import threading
 
 import pytest
 
-from services.queue import DEFAULT_QUEUE, QUEUES, WEB_QUEUE, InProcessDispatcher
+from services.queue import (
+    CPU_QUEUES,
+    DEFAULT_QUEUE,
+    IO_QUEUE,
+    IO_QUEUES,
+    IO_WEB_QUEUE,
+    QUEUES,
+    WEB_QUEUE,
+    InProcessDispatcher,
+)
 from tests.conftest import embedded_app_at
 
 
@@ -44,7 +53,6 @@ def test_the_in_process_queue_takes_api_jobs_before_web_jobs(app):
 
 
 def test_workers_listen_to_the_api_queue_first():
-    from blueprints.cli.worker import worker_cli
-
-    option = next(param for param in worker_cli.params if param.name == "queues")
-    assert list(option.default) == list(QUEUES) == [DEFAULT_QUEUE, WEB_QUEUE]
+    assert CPU_QUEUES == (DEFAULT_QUEUE, WEB_QUEUE)
+    assert IO_QUEUES == (IO_QUEUE, IO_WEB_QUEUE)
+    assert QUEUES == CPU_QUEUES + IO_QUEUES

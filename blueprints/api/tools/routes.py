@@ -40,7 +40,7 @@ from blueprints.api.tools.schemas import (
 from catalogue import Tool, load_catalogue
 from engines import get_engine
 from extensions import db
-from jobs.runs import fail_abandoned_run, run_tool_job
+from jobs.runs import enqueue_run
 from models import Run
 from services import clock, inputs, runs
 from services.assistant.search import search_tools
@@ -53,8 +53,6 @@ from services.urls import absolute_url_for
 blp = Blueprint("tools", __name__, url_prefix="/v1", description="Run tools; browse the catalogue.")
 
 _RUN_ERRORS = (400, 401, 402, 403, 404, 409, 413, 415, 422, 429, 503)
-# A queued run still going after this long is failed (and its quota released).
-RUN_TIMEOUT = 600
 _ACCEPTED = {
     "description": "The run is queued or running: poll `Location` (or wait for its "
     "webhook). Sent when `Prefer: respond-async` is given or the wait runs out.",
@@ -146,14 +144,7 @@ def run_tool_request(tool: Tool, inputs: dict):
     _note_usage(result.reservation)
     run_id = result.run.id
     runs.commit_submission(result.held)
-    dispatcher().enqueue(
-        run_tool_job,
-        run_id,
-        job_id=run_id,
-        timeout=RUN_TIMEOUT,
-        on_failure=fail_abandoned_run,
-        awaited=not prefer.respond_async,
-    )
+    enqueue_run(run_id, tool, awaited=not prefer.respond_async)
     finished = False
     if not prefer.respond_async:
         finished = dispatcher().wait(run_id, prefer.wait) or not runs.mark_waiter_gone(run_id)
