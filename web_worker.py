@@ -32,18 +32,15 @@ What this class adds to gunicorn's ``gevent`` worker:
   header, a bad chunk, a request line or headers over gunicorn's limits, an unknown
   transfer coding): the status gunicorn chose, with its message as the ``detail`` of an
   ``application/problem+json`` answer like the app's, instead of gunicorn's HTML page.
-- **At most ``--threads`` requests in the app at once per worker** (the Procfile: 32),
-  each run by one of that many long-lived greenlets; a request read in full waits its
-  turn. The app was built for a fixed set of long-lived threads: the per-minute limit's
-  script and the run journal's XADD run on a Redis connection of the thread's own
-  (``services.redis.ThreadConnections``, a ``threading.local``, which gevent makes per
-  greenlet). Run on each connection's own greenlet, every new client connection opened a
-  Redis connection that redis-py's pool (100 at most) never counted back, and after about a
-  hundred client connections every authenticated request answered 503 ("Too many
-  connections"). With 32 there are at most 32 such connections per pool and worker, plus
-  at most 32 taken from the pool at once (a request waiting for its queued run holds one
-  for its wait): keep ``--threads`` under about 45. The bound also keeps a worker's
-  database pool (5 connections, 10 more on demand) from being overrun by a burst.
+- **At most ``--threads`` requests working in the app at once per worker** (the
+  Procfile: 32), each run by one of a set of long-lived greenlets; a request read in full
+  waits its turn. The bound keeps a worker's database pool (5 connections, 10 more on
+  demand) and its Redis connections from being overrun by a burst. A request that waits
+  for its queued run (``Prefer: wait``, up to 60 s) is **parked** meanwhile
+  (``services.parking``): it holds no database or Redis connection while it waits, and its
+  place goes to another request (a greenlet is started to take it), so two hundred callers
+  waiting for slow model runs leave the other requests their 32 places. Parked requests are
+  bounded by ``--worker-connections``, like every connection.
 
 Use: ``gunicorn --worker-class web_worker.BufferedGeventWorker --threads 32 ... wsgi:app``
 (the Procfile's web command). Needs ``gevent`` (requirements.txt).
@@ -206,15 +203,40 @@ class BufferedGeventWorker(GeventWorker):
         # worker uses as few of them as it has requests at once).
         self._waiting: deque = deque()
         self._idle: list[Waiter] = []
+        # The app's greenlets, and how many of them are parked (waiting for a queued run,
+        # their place given to a greenlet started for it).
+        self._greenlets = self._parked = 0
         for _ in range(max(self.cfg.threads, 1)):
-            gevent.spawn(self._serve_requests)
+            self._spawn_app_greenlet()
+        from services import parking
+
+        parking.install(self._park)
         super().run()
+
+    def _spawn_app_greenlet(self) -> None:
+        self._greenlets += 1
+        gevent.spawn(self._serve_requests)
+
+    @contextlib.contextmanager
+    def _park(self):
+        """The request of this app greenlet waits (``services.parking``): a new greenlet
+        takes its place meanwhile; once the wait is over, this one finishes its request and
+        the app has one greenlet too many, which ends after its request."""
+        self._parked += 1
+        self._spawn_app_greenlet()
+        try:
+            yield
+        finally:
+            self._parked -= 1
 
     def _serve_requests(self) -> None:
         """One of the app's long-lived greenlets: run the requests handed over, one by one.
         (Waiters woken from the event loop: ``AsyncResult`` cost three times as much.)"""
         loop = get_hub().loop
         while True:
+            if self._greenlets - self._parked > max(self.cfg.threads, 1):
+                self._greenlets -= 1  # a parked request's place was taken: this one ends
+                return
             if self._waiting:
                 args, waiter = self._waiting.popleft()
             else:

@@ -39,7 +39,7 @@ from extensions import db
 from models import Run
 from services import clock
 from services.plans import PlanInfo, get_plan
-from services.redis import ThreadConnections, redis_client
+from services.redis import DirectConnections, redis_client
 
 # Counters outlive their day by this much (a run reserved at 23:59:59 is released later).
 _TTL_SECONDS = 2 * 86400
@@ -320,7 +320,7 @@ class RedisCounters:
         self.client = client
         # Every page of the site reads the counters: one packed command, as the API's hot
         # path sends its own (services/redis.py).
-        self._connections = ThreadConnections(client)
+        self._connections = DirectConnections(client)
         self._reserve = client.register_script(_RESERVE)
         self._release = client.register_script(_RELEASE)
 

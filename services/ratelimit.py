@@ -18,7 +18,7 @@ from limits.storage import RedisStorage
 
 from extensions import limiter
 from services import quota
-from services.redis import ThreadConnections
+from services.redis import DirectConnections
 
 # KEYS[1]: the window counter; KEYS[2] (optional): a day's usage hash, to read ('read') or
 # to reserve in ('reserve' n limit ttl credits minute_limit inflight_member journal_payload,
@@ -59,7 +59,7 @@ class WindowRedisStorage(RedisStorage):
     def initialize_storage(self, uri: str) -> None:
         super().initialize_storage(uri)
         self._script = self.get_connection().register_script(_HIT)
-        self._connections = ThreadConnections(self.get_connection())
+        self._connections = DirectConnections(self.get_connection())
 
     def _hit(self, keys: list[str], args: list) -> list:
         """The hit's script in one round trip, on this thread's own connection (every

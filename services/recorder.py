@@ -58,7 +58,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from extensions import db
 from models import Run, UsageEvent
 from services import quota, usage_rollup
-from services.redis import ThreadConnections, redis_client
+from services.redis import DirectConnections, redis_client
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class RunJournal:
 
     def __init__(self, client):
         self.client = client
-        self._connections = ThreadConnections(client)
+        self._connections = DirectConnections(client)
         self._append = client.register_script(_APPEND)
 
     def append(self, rows: list[tuple[Table, dict]], in_flight: str = "") -> str:

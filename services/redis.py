@@ -2,7 +2,6 @@
 one-round-trip calls of the hot path."""
 
 import os
-import threading
 
 import hiredis
 import redis
@@ -25,19 +24,24 @@ def worker_connection(app) -> redis.Redis:
     return redis.Redis.from_url(app.config["REDIS_URL"], socket_connect_timeout=2)
 
 
-class ThreadConnections:
-    """A connection of ``client``'s pool per thread (and process), for the commands every
-    request sends: packed by hiredis, sent once and read once.
+class DirectConnections:
+    """Connections of ``client``'s kind for the commands every request sends: packed by
+    hiredis, sent once and read once.
 
     Through the client a call cost about twice the CPU (its pool checks each connection for
     unread data with a system call, and its retry and telemetry layers wrap every command).
-    As the client does, a connection that fails is replaced and the call made once more (a
+    A call takes a connection from this object's own free list (or makes one) and puts it
+    back after: there are never more connections than calls at once, whatever the number
+    of threads or greenlets (each once kept a connection of its own: a greenlet per request
+    left one behind each, and redis-py's pool refused more after a hundred). As the client
+    does, a connection that fails is dropped and the call made once more on another (a
     connection left from before a Redis restart fails on first use); a second failure is
-    raised (the API answers 503)."""
+    raised (the API answers 503). A forked process starts with an empty list."""
 
     def __init__(self, client: redis.Redis):
         self.client = client
-        self._own = threading.local()
+        self._free: list = []
+        self._pid = os.getpid()
 
     def execute(self, *command):
         try:
@@ -46,17 +50,21 @@ class ThreadConnections:
             return self._once(command)
 
     def _once(self, command: tuple):
-        connection = self._connection()
+        if self._pid != os.getpid():
+            self._free, self._pid = [], os.getpid()
+        try:
+            connection = self._free.pop()
+        except IndexError:
+            pool = self.client.connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
         try:
             connection.send_packed_command([hiredis.pack_command(command)], check_health=False)
-            return connection.read_response()
-        except (redis.ConnectionError, redis.TimeoutError):
+            response = connection.read_response()
+        except redis.ResponseError:  # Redis's answer was an error: the connection is fine
+            self._free.append(connection)
+            raise
+        except BaseException:  # a lost connection, or a call interrupted mid-reply
             connection.disconnect()
             raise
-
-    def _connection(self) -> "redis.connection.AbstractConnection":
-        own = self._own
-        if getattr(own, "pid", None) != os.getpid():  # a new thread, or a forked process
-            own.connection = self.client.connection_pool.make_connection()
-            own.pid = os.getpid()
-        return own.connection
+        self._free.append(connection)
+        return response

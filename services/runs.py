@@ -16,6 +16,7 @@ from datetime import datetime
 
 import redis
 from flask import current_app
+from rq.timeouts import JobTimeoutException
 from sqlalchemy import select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -653,5 +654,7 @@ def _classify(error: Exception) -> tuple[str, str, int | None]:
         return "model_unfit", str(error), None
     if isinstance(error, ProviderUnavailable):
         return "provider", str(error), error.retry_after
+    if isinstance(error, JobTimeoutException):  # the worker cut the job off at its timeout
+        return "internal", "The run did not finish in time; nothing was charged.", None
     log.exception("tool run failed unexpectedly", exc_info=error)
     return "internal", "The tool failed unexpectedly; the run id helps us find out why.", None

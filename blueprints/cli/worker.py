@@ -34,7 +34,7 @@ from rq.utils import now as utcnow
 
 from extensions import db
 from services import sweeper
-from services.queue import CPU_QUEUES, IO_QUEUES, JobLease
+from services.queue import CPU_QUEUES, IO_QUEUES, QUEUES, JobLease
 from services.redis import redis_client, worker_connection
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,8 @@ class LeasedWorker(SimpleWorker):
     lapses within ``lease_seconds`` and the sweep fails the job's run."""
 
     lease_seconds = 30.0
+    # Whether it runs RQ's scheduler (delayed jobs: webhook retries), for every queue.
+    runs_scheduler = True
     # Set when a stop is asked for (SIGTERM, Ctrl+C); RQ's own flag is set only mid-job.
     stop_asked = False
 
@@ -83,7 +85,10 @@ class LeasedWorker(SimpleWorker):
         SIGKILLed worker and kept the scheduler lock, so the worker that replaced it ran
         without one: webhook retries and delayed jobs waited)."""
         self.scheduler = WorkerBoundScheduler(
-            self.queues,
+            # Every queue's, the I/O queues' included: the I/O worker runs no scheduler
+            # (RQ's forks a process, which gevent's patched standard library kept from
+            # stopping). Without any, the maintenance still queues overdue webhook attempts.
+            [Queue(name, connection=self.connection) for name in QUEUES],
             connection=self.connection,
             logging_level=logging_level if logging_level is not None else self.log.level,
             date_format=date_format,
@@ -135,6 +140,7 @@ class IoWorker(LeasedWorker):
     second signal stops at once."""
 
     death_penalty_class = GreenletDeathPenalty
+    runs_scheduler = False
     poll_seconds = 1
     # RQ sends its worker heartbeat after every job (three round trips); once in this many
     # seconds is enough for a record that lives minutes.
@@ -170,8 +176,6 @@ class IoWorker(LeasedWorker):
         self._shutdown_requested_date = utcnow()
         with contextlib.suppress(redis.RedisError):
             self.set_shutdown_requested_date()
-        if self.scheduler:
-            self.stop_scheduler()
 
     def heartbeat(self, timeout=None, pipeline=None):
         since = time.monotonic() - self._beaten
@@ -336,7 +340,7 @@ def work_until_stopped(new_worker, sleep=time.sleep) -> None:
         worker = None
         try:
             worker = new_worker()  # it names its connection in Redis
-            worker.work(with_scheduler=True)
+            worker.work(with_scheduler=worker.runs_scheduler)
             if worker.stop_asked:
                 return
             reason = "the worker ended on an error"

@@ -21,6 +21,8 @@ class _Worker:
         self.ending = ending
         self.stop_asked = False
 
+    runs_scheduler = True
+
     def work(self, with_scheduler):
         assert with_scheduler
         if self.ending == "stop":
