@@ -379,6 +379,7 @@ class _Lane:
     jobs: PriorityQueue = field(default_factory=PriorityQueue)
     taking: int = 0  # threads taking jobs now
     idle: int = 0  # of those, the ones waiting for a job
+    pending: int = 0  # jobs put in ``jobs`` and not taken yet (counted with ``idle``)
 
 
 class InProcessDispatcher:
@@ -461,8 +462,9 @@ class InProcessDispatcher:
             if lane.eager:
                 while lane.taking < lane.size:
                     self._start_thread(lane)
-            elif lane.idle <= lane.jobs.qsize() and lane.taking < lane.size:
+            elif lane.idle <= lane.pending and lane.taking < lane.size:
                 self._start_thread(lane)
+            lane.pending += 1
         self._start_maintenance()
         lane.jobs.put(job)
 
@@ -497,6 +499,7 @@ class InProcessDispatcher:
             job = lane.jobs.get()
             with self._lock:
                 lane.idle -= 1
+                lane.pending -= 1
             if not self._work(job):
                 break
             with self._lock:

@@ -56,3 +56,27 @@ def test_workers_listen_to_the_api_queue_first():
     assert CPU_QUEUES == (DEFAULT_QUEUE, WEB_QUEUE)
     assert IO_QUEUES == (IO_QUEUE, IO_WEB_QUEUE)
     assert QUEUES == CPU_QUEUES + IO_QUEUES
+
+
+def test_the_in_process_queue_runs_io_jobs_side_by_side(app):
+    """The embedded default: jobs that wait on a provider are not held to the two compute
+    threads; twenty of them wait at once (a barrier of twenty opens), while the compute
+    lane keeps its two threads."""
+    queue = InProcessDispatcher(app, workers=2)
+    barrier, passed = threading.Barrier(20, timeout=10), []
+
+    def wait_on_provider(n):
+        barrier.wait()  # raises BrokenBarrierError unless all twenty wait at once
+        passed.append(n)
+
+    for n in range(20):
+        queue.enqueue(
+            wait_on_provider, n, job_id=f"io-{n}", timeout=30, on_failure=lambda job_id: None,
+            queue=IO_QUEUE,
+        )  # fmt: skip
+    for _ in range(200):
+        if len(passed) == 20:
+            break
+        threading.Event().wait(0.05)
+    assert sorted(passed) == list(range(20))
+    assert sum(thread.name.startswith("run-worker") for thread in queue.threads) == 0
