@@ -3,11 +3,13 @@ their jobs lost."""
 
 import logging
 
+from sqlalchemy import select
+
 from catalogue import Tool
 from extensions import db
 from jobs.webhooks import emit
 from jobs.workflows import advance_workflow
-from models import Run
+from models import ApiKey, Run
 from services import runs, sweeper
 from services.events import run_event
 from services.queue import dispatcher
@@ -36,10 +38,12 @@ def enqueue_run(run_id: str, tool: Tool, *, awaited: bool = False, site: bool = 
 def run_tool_job(run_id: str) -> None:
     """Run one queued tool run to its end, then wake whoever waits for it."""
     run = runs.execute(run_id)
+    # Read before the commit expires them (reading after cost a query).
+    ended = None if run is None else (run.tool_slug, run.status)
     db.session.commit()
-    if run is not None:
-        log.info("run %s of %s ended %s", run_id, run.tool_slug, run.status)
-        _ended(run)
+    if ended is not None:
+        log.info("run %s of %s ended %s", run_id, *ended)
+        _ended(run_id)
 
 
 def fail_abandoned_run(
@@ -51,7 +55,7 @@ def fail_abandoned_run(
     db.session.commit()
     if failed:
         log.warning("run %s failed: its job died or timed out", run_id)
-        _ended(db.session.get(Run, run_id))
+        _ended(run_id)
     return failed
 
 
@@ -75,10 +79,15 @@ def sweep_stale_runs() -> int:
     return failed
 
 
-def _ended(run: Run) -> None:
+def _ended(run_id: str) -> None:
     """Wake the caller still waiting, or announce the end to one who stopped waiting."""
-    dispatcher().finished(run.id)
-    # Read the flag after the run ended: the caller sets it only while the run is going.
-    db.session.refresh(run)
-    if run.notify and run.api_key_id and run.status in ("succeeded", "failed"):
-        emit(run.api_key_id, run_event(run), f"evt_{run.id}")
+    dispatcher().finished(run_id)
+    # Read the flag after the run ended: the caller sets it only while the run is going. One
+    # query says whether there is anything to announce (most runs: nothing).
+    notify, key_id, status, webhook_url = db.session.execute(
+        select(Run.notify, Run.api_key_id, Run.status, ApiKey.webhook_url)
+        .outerjoin(ApiKey, ApiKey.id == Run.api_key_id)
+        .where(Run.id == run_id)
+    ).one()
+    if notify and key_id and webhook_url and status in ("succeeded", "failed"):
+        emit(key_id, run_event(db.session.get(Run, run_id)), f"evt_{run_id}")

@@ -66,11 +66,14 @@ def queue_for(waits_on_network: bool, *, site: bool = False) -> str:
 
 
 _DONE_TTL = 300
-# A run's end is published on this channel (its id), and its done-key set for 5 minutes.
+# A run's end is published on this channel (its id; a channel of its own per Redis database,
+# as channels are the whole server's), and its done-key set for 5 minutes.
 DONE_CHANNEL = "runs:done"
 # A waiter looks at the done-key this often, besides being woken by the channel: it may
 # have missed a message while its process's subscription was being made again.
 _LOOK_EVERY = 2.0
+# A process's listener for ended runs stops after this long without a waiter.
+_LISTEN_IDLE = 60.0
 
 # What the queue knows of a job (``job_state``).
 WAITING = "waiting"
@@ -129,6 +132,10 @@ class JobLease:
         self.redis.set(self.key, repr(self.deadline), ex=math.ceil(self.seconds))
 
 
+def done_channel(client: redis.Redis) -> str:
+    return f"{DONE_CHANNEL}:{client.connection_pool.connection_kwargs.get('db', 0)}"
+
+
 def _done_key(run_id: str) -> str:
     return f"run-done:{run_id}"
 
@@ -146,6 +153,7 @@ class Waiters:
 
     def __init__(self, client: redis.Redis):
         self.client = client
+        self.channel = done_channel(client)
         self._lock = threading.Lock()
         # A run's id -> (its event, how many callers wait on it).
         self._events: dict[str, tuple[threading.Event, int]] = {}
@@ -202,16 +210,24 @@ class Waiters:
         listening[1].wait(1.0)
 
     def _read(self, subscribed: threading.Event) -> None:
-        pid = os.getpid()
-        while self._listening is not None and self._listening[0] == pid:
+        """The listener: until nobody has waited here for ``_LISTEN_IDLE`` seconds."""
+        pid, idle_since = os.getpid(), time.monotonic()
+        while True:
             pubsub = self.client.pubsub(ignore_subscribe_messages=True)
             try:
-                pubsub.subscribe(DONE_CHANNEL)
+                pubsub.subscribe(self.channel)
                 subscribed.set()
                 while True:
                     message = pubsub.get_message(timeout=1.0)
                     if message is not None:
                         self._wake(message["data"].decode())
+                    with self._lock:
+                        if self._events:
+                            idle_since = time.monotonic()
+                        elif time.monotonic() - idle_since > _LISTEN_IDLE:
+                            if self._listening is not None and self._listening[0] == pid:
+                                self._listening = None  # the next waiter starts another
+                            return
             except (redis.RedisError, OSError) as error:
                 # The waiters look at their done-keys meanwhile; Redis's own outage shows
                 # there first.
@@ -291,7 +307,7 @@ class RQDispatcher:
         the caller polls, so an unreachable Redis must not fail the job that ended the run."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.set(_done_key(run_id), 1, ex=_DONE_TTL)
-        pipe.publish(DONE_CHANNEL, run_id)
+        pipe.publish(self.waiters.channel, run_id)
         try:
             pipe.execute()
         except redis.RedisError as error:

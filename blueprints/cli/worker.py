@@ -150,6 +150,10 @@ class IoWorker(LeasedWorker):
         import gevent.pool
 
         super().__init__(*args, **kwargs)
+        # RQ logs three lines of its own per job: at hundreds of jobs a second, the job's own
+        # line ("run ... ended ...") is the one kept.
+        self.log_result_lifespan = False
+        self.log.addFilter(_quiet_job_ends)
         self.app = app
         self.pool = gevent.pool.Pool(concurrency)
         self.stop_grace = stop_grace
@@ -248,6 +252,14 @@ class IoWorker(LeasedWorker):
                     len(self.pool),
                 )
         super().teardown()
+
+
+def _quiet_job_ends(record: logging.LogRecord) -> bool:
+    """RQ's per-job lines at INFO ("Job OK", "Successfully completed ..."): dropped."""
+    return not (
+        record.levelno == logging.INFO
+        and ("Job OK" in str(record.args) or str(record.msg).startswith("Successfully"))
+    )
 
 
 _PR_SET_PDEATHSIG = 1
