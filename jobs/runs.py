@@ -9,7 +9,7 @@ from catalogue import Tool
 from extensions import db
 from jobs.webhooks import emit
 from jobs.workflows import advance_workflow
-from models import ApiKey, Run
+from models import Run
 from services import runs, sweeper
 from services.events import run_event
 from services.queue import dispatcher
@@ -82,12 +82,10 @@ def sweep_stale_runs() -> int:
 def _ended(run_id: str) -> None:
     """Wake the caller still waiting, or announce the end to one who stopped waiting."""
     dispatcher().finished(run_id)
-    # Read the flag after the run ended: the caller sets it only while the run is going. One
-    # query says whether there is anything to announce (most runs: nothing).
-    notify, key_id, status, webhook_url = db.session.execute(
-        select(Run.notify, Run.api_key_id, Run.status, ApiKey.webhook_url)
-        .outerjoin(ApiKey, ApiKey.id == Run.api_key_id)
-        .where(Run.id == run_id)
+    # Read the flag after the run ended: the caller sets it only while the run is going. A
+    # query of three columns says whether to announce (a caller that waited: nothing).
+    notify, key_id, status = db.session.execute(
+        select(Run.notify, Run.api_key_id, Run.status).where(Run.id == run_id)
     ).one()
-    if notify and key_id and webhook_url and status in ("succeeded", "failed"):
+    if notify and key_id and status in ("succeeded", "failed"):
         emit(key_id, run_event(db.session.get(Run, run_id)), f"evt_{run_id}")

@@ -211,23 +211,16 @@ class Waiters:
 
     def _read(self, subscribed: threading.Event) -> None:
         """The listener: until nobody has waited here for ``_LISTEN_IDLE`` seconds."""
-        pid, idle_since = os.getpid(), time.monotonic()
-        while True:
+        self._idle_since = time.monotonic()
+        while not self._idle_out():
             pubsub = self.client.pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(self.channel)
                 subscribed.set()
-                while True:
+                while not self._idle_out():
                     message = pubsub.get_message(timeout=1.0)
                     if message is not None:
                         self._wake(message["data"].decode())
-                    with self._lock:
-                        if self._events:
-                            idle_since = time.monotonic()
-                        elif time.monotonic() - idle_since > _LISTEN_IDLE:
-                            if self._listening is not None and self._listening[0] == pid:
-                                self._listening = None  # the next waiter starts another
-                            return
             except (redis.RedisError, OSError) as error:
                 # The waiters look at their done-keys meanwhile; Redis's own outage shows
                 # there first.
@@ -235,6 +228,19 @@ class Waiters:
                 time.sleep(1.0)
             finally:
                 pubsub.close()
+
+    def _idle_out(self) -> bool:
+        """Whether the listener should end: nobody waited for ``_LISTEN_IDLE`` seconds (the
+        next waiter starts another), or this is a forked copy of the process."""
+        with self._lock:
+            if self._events:
+                self._idle_since = time.monotonic()
+            mine = self._listening is not None and self._listening[0] == os.getpid()
+            if mine and time.monotonic() - self._idle_since <= _LISTEN_IDLE:
+                return False
+            if mine:
+                self._listening = None
+            return True
 
     def _wake(self, run_id: str) -> None:
         with self._lock:
