@@ -59,7 +59,8 @@ def provider():
 
 @pytest.fixture
 def worker(private_pg, provider, tmp_path):
-    """``flask --app app worker`` on the private server; stopped at the end."""
+    """The Procfile's workers on the private server (``worker``, and ``worker-io``, which
+    delivers the webhooks); stopped at the end. Yields the compute worker."""
     env = {
         **_deployment_env(),
         "DATABASE_URL": private_pg.url,
@@ -68,7 +69,9 @@ def worker(private_pg, provider, tmp_path):
         "SWEEP_INTERVAL_SECONDS": "0.5",
     }
     process = start_worker(env, tmp_path / "worker.log")
+    io_process = start_worker(env, tmp_path / "worker-io.log", kind="worker-io")
     yield process
+    stop_worker(io_process, tmp_path / "worker-io.log")
     stop_worker(process, tmp_path / "worker.log")
 
 

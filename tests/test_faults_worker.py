@@ -41,7 +41,8 @@ def provider():
 
 @pytest.fixture
 def workers(provider, tmp_path):
-    """Start ``flask --app app worker`` processes on the test database and Redis; every one
+    """Start ``flask --app app worker`` processes (and, with the first, one ``worker-io``, which
+    delivers the webhooks) on the test database and Redis; every one
     still alive is stopped at the end. Their logs go to ``tmp_path``."""
     started: list[tuple[subprocess.Popen, Path]] = []
 
@@ -52,6 +53,9 @@ def workers(provider, tmp_path):
             "FETCH_ALLOW_PRIVATE": "1",
             **settings,
         }
+        if not started:  # the I/O worker, which delivers the webhooks, once
+            io_log_path = tmp_path / "worker-io.log"
+            started.append((start_worker(env, io_log_path, kind="worker-io"), io_log_path))
         log_path = tmp_path / f"worker{len(started)}.log"
         started.append((start_worker(env, log_path), log_path))
         return started[-1][0]

@@ -172,14 +172,14 @@ def test_a_killed_io_worker_leaves_no_run_behind(provider, client, make_key, wor
     provider.latency = 120.0  # the calls are still in flight when the worker dies
     first = workers("worker-io", **FAST_SWEEP)
     raw = make_key("agency")
-    ids = _submit(client, raw, 40)
+    ids = _submit(client, raw, 100)
     key_id = db.session.get(Run, ids[0]).api_key_id
-    _until(lambda: provider.in_flight >= 40, 60, "the worker did not hold every call at once")
+    _until(lambda: provider.in_flight >= 100, 60, "the worker did not hold every call at once")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     provider.latency = 0.0
     workers("worker-io", **FAST_SWEEP)
     _until(lambda: _ended(ids), 120, "runs were left queued or running")
     assert set(_statuses(ids)) == {"failed"}
-    # Every reservation was given back: nothing of the forty runs counts against the key.
+    # Every reservation was given back: nothing of the hundred runs counts against the key.
     assert quota.store().usage(key_id, clock.now()).calls == 0

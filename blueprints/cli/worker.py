@@ -312,6 +312,9 @@ def worker_cli(io, queues):
                 "The I/O worker needs gevent's standard library from the start: run "
                 "python -m gevent.monkey --module flask --app app worker --io"
             )
+        from engines.models import chain
+
+        chain.embedded_fallback = False  # it would compute in a greenlet: see chain.py
     queues = list(queues) or list(IO_QUEUES if io else CPU_QUEUES)
     sweeper.start_maintenance(app)
     connection = worker_connection(app)

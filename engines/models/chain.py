@@ -36,6 +36,13 @@ CAPABILITIES = (TEXT, VISION, IMAGES, TRANSCRIPTION, SPEECH, EMBEDDINGS)
 Link = tuple[str, Callable[[], T]]
 
 
+# Whether the embedded model may serve here as the provider's fallback. The I/O worker
+# (blueprints/cli/worker.py) turns it off: a model computing in one of its greenlets would
+# hold every other run of the process for seconds (there, a failing provider fails the run,
+# with its Retry-After, instead).
+embedded_fallback = True
+
+
 def _provider_name() -> str:
     return f"the model provider at {providers.redact_url(providers.settings()['AI_BASE_URL'])}"
 
@@ -135,7 +142,7 @@ def reply(
                 lambda: providers.complete(messages, **options, response_format=response_format),
             )
         )
-    if capability == TEXT and local_llm.unavailable_reason() is None:
+    if capability == TEXT and embedded_fallback and local_llm.unavailable_reason() is None:
         links.append(
             (
                 local_llm.name(),

@@ -76,7 +76,10 @@ class _Failure:
 class FakeOpenAI:
     """The server; ``base_url`` is what ``AI_BASE_URL`` should be set to."""
 
-    def __init__(self, *, api_key: str | None = None, models: set[str] | None = None) -> None:
+    def __init__(
+        self, *, api_key: str | None = None, models: set[str] | None = None, port: int = 0
+    ) -> None:
+        self.port = port  # 0: any free port
         self.api_key = api_key
         self.models = models
         self.image_answer = "b64_json"
@@ -96,7 +99,7 @@ class FakeOpenAI:
 
     def __enter__(self) -> FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = _Server(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", self.port), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )

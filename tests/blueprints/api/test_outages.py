@@ -290,19 +290,6 @@ def breaker_clock(monkeypatch):
     return now
 
 
-def _same_port(monkeypatch, port: int) -> None:
-    """The next FakeOpenAI listens on ``port``: the provider is back at the same URL."""
-    from http.server import ThreadingHTTPServer
-
-    from tests.fakes import openai_server
-
-    monkeypatch.setattr(
-        openai_server,
-        "ThreadingHTTPServer",
-        lambda address, handler: ThreadingHTTPServer(("127.0.0.1", port), handler),
-    )
-
-
 def _until_ended(client, raw, location, seconds: float = 20) -> dict:
     deadline = time.monotonic() + seconds
     while (record := client.get(location, headers=auth(raw)).get_json())["status"] in {
@@ -347,8 +334,7 @@ def test_provider_gone_mid_run_is_503_then_runs_succeed_when_it_is_back(
     who = client.get(WHOAMI, headers=auth(raw)).get_json()
     assert who["usage"]["calls_today"] == 1  # failed runs gave their quota back
 
-    _same_port(monkeypatch, port)
-    with FakeOpenAI():  # back at the same URL
+    with FakeOpenAI(port=port):  # back at the same URL
         breaker_clock[0] += breaker.BREAKER_OPEN_SECONDS + 1  # the breaker lets a probe by
         response = client.post(DISPATCH, headers=auth(raw), json=CODE)
         assert response.status_code == 200, response.get_json()

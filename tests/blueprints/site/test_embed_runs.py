@@ -56,6 +56,9 @@ class _Kept:
     def enqueue(self, job, *args, **kwargs):
         self.jobs.append((job, args, kwargs))
 
+    def finished(self, run_id):
+        pass  # nobody waits for a widget's run
+
 
 @pytest.fixture
 def queued(monkeypatch):
@@ -67,7 +70,7 @@ def queued(monkeypatch):
     for module in ("services.embeds", "services.runs"):
         monkeypatch.setattr(f"{module}.load_catalogue", lambda: patched)
     kept = _Kept()
-    monkeypatch.setattr("blueprints.site.embed.dispatcher", lambda: kept)
+    monkeypatch.setattr("jobs.runs.dispatcher", lambda: kept)
     return kept
 
 

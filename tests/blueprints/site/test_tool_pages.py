@@ -303,7 +303,7 @@ def test_wrong_file_types_and_oversized_uploads_are_refused(app):
 def test_a_queued_run_is_the_visitors_alone_and_can_be_canceled(app, monkeypatch):
     tool = dataclasses.replace(load_catalogue().get("word-counter"), queue=True)
     monkeypatch.setattr("blueprints.site.tools.load_catalogue", lambda: _with(tool))
-    monkeypatch.setattr("blueprints.site.tools.dispatcher", lambda: _NoQueue())
+    monkeypatch.setattr("jobs.runs.dispatcher", lambda: _NoQueue())
     client = visitor(app)
     response = run(client, text=TEXT)
     assert response.status_code == 303
@@ -379,6 +379,9 @@ class _NoQueue:
 
     def enqueue(self, *args, **kwargs):
         self.args = args
+
+    def finished(self, run_id):
+        pass
 
 
 def _with(tool):

@@ -295,6 +295,18 @@ def test_the_chain_falls_back_to_the_local_model_when_the_provider_is_down(fake,
     assert options == {"temperature": 0.7, "max_tokens": 800, "response_format": None}
 
 
+def test_on_the_io_worker_a_failing_provider_fails_the_run_instead(
+    fake, local_answers, monkeypatch
+):
+    """The I/O worker turns the embedded fallback off: the model would compute in one of its
+    greenlets and hold every other run of the process."""
+    monkeypatch.setattr(chain, "embedded_fallback", False)
+    fake.fail_next(3, status=503)
+    with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable):
+        run()
+    assert local_answers == []
+
+
 def test_the_provider_comes_first_when_it_answers(fake, local_answers):
     with make_app(fake.base_url).app_context():
         assert run()["text"].startswith("Deterministic answer")
