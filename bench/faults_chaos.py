@@ -184,6 +184,7 @@ def chaos(seconds: float = 480, clients: int = 4, rounds: int = 2) -> ChaosResul
         stack.callback(lambda: server.stop())
         _set_webhook(port, raw_key, receiver.url)
         workers = [stack.enter_context(worker(env, folder, "worker-0"))]
+        io_workers = [stack.enter_context(worker(env, folder, "worker-io-0", "worker-io"))]
         notes: list[str] = []
 
         def kill_web_worker():
@@ -192,12 +193,15 @@ def chaos(seconds: float = 480, clients: int = 4, rounds: int = 2) -> ChaosResul
             notes.append(f"web worker {victim} SIGKILLed")
 
         def kill_rq_worker():
-            victim = workers[-1]
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(victim.pid, signal.SIGKILL)
-            victim.wait(10)
-            workers.append(stack.enter_context(worker(env, folder, f"worker-{len(workers)}")))
-            notes.append("RQ worker SIGKILLed, another started")
+            # Each kind of the Procfile's workers: the compute one and the I/O one.
+            for kind, started in (("worker", workers), ("worker-io", io_workers)):
+                victim = started[-1]
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(victim.pid, signal.SIGKILL)
+                victim.wait(10)
+                name = f"{kind}-{len(started)}"
+                started.append(stack.enter_context(worker(env, folder, name, kind)))
+            notes.append("RQ workers (both kinds) SIGKILLed, others started")
 
         def restart_redis():
             redis_server.stop()

@@ -41,6 +41,7 @@ from faults import (
     SAMPLE_TEXT,
     WebServer,
     create_key,
+    expand,
     flask_command,
     free_port,
     loopback_web_args,
@@ -98,11 +99,16 @@ def web(env: dict, port: int, folder: Path):
 
 
 @contextlib.contextmanager
-def worker(env: dict, folder: Path, name: str = "worker"):
-    """``flask --app app worker`` (the Procfile's ``worker``), in its own process group."""
+def worker(env: dict, folder: Path, name: str = "worker", kind: str = "worker"):
+    """The Procfile's ``kind`` of worker (``worker`` or ``worker-io``), in its own process
+    group; its log is ``name``.log."""
+    args = expand(procfile_command(kind), env)
+    args = [sys.executable, "-m", *args[2:]] if args[:2] == ["python", "-m"] else args
+    if args[0] == "flask":
+        args = [sys.executable, "-m", "flask", *args[1:]]
     with (folder / f"{name}.log").open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "app", "worker"],
+            args,
             cwd=ROOT,
             env={**env, **QUICK_MAINTENANCE},
             stdout=log,
