@@ -7,7 +7,7 @@ import signal
 import time
 
 import pytest
-from rq import Queue
+from rq import Queue, Worker
 
 from catalogue import load_catalogue
 from extensions import db
@@ -121,8 +121,10 @@ def test_a_compute_job_does_not_hold_up_provider_runs(provider, client, make_key
     provider.latency = 0.5
     workers("worker")
     workers("worker-io")
-    compute = Queue(DEFAULT_QUEUE, connection=client.application.extensions["redis"])
-    busy = compute.enqueue("tests.jobs_for_tests.spin", 20, job_timeout=120)
+    connection = client.application.extensions["redis"]
+    _until(lambda: len(Worker.all(connection=connection)) >= 2, 60, "the workers did not start")
+    compute = Queue(DEFAULT_QUEUE, connection=connection)
+    busy = compute.enqueue("tests.jobs_for_tests.spin", 12, job_timeout=120)
     _until(lambda: busy.get_status(refresh=True) == "started", 60, "the compute job never began")
     raw = make_key("agency")
     ids = _submit(client, raw, 10)
