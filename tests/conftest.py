@@ -20,6 +20,7 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from services import accounts, clock, keys
+from tests.fakes import FakeOpenAI
 from tests.fakes.mailbox import Mailbox
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.webhook_receiver import Receiver
@@ -331,6 +332,15 @@ def stop_worker(process: subprocess.Popen, log_path: Path | None = None, timeout
             pytest.fail(f"flask worker did not stop {timeout:.0f} s after SIGTERM; log:\n{tail}")
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # anything it left behind
+
+
+@pytest.fixture
+def provider_in_env(monkeypatch):
+    """The fake model provider, named in the environment that the test app (ask for this
+    fixture before ``app``) and the worker processes it starts read."""
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("AI_BASE_URL", fake.base_url)
+        yield fake
 
 
 @pytest.fixture

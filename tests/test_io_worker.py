@@ -15,7 +15,6 @@ from models import Run
 from services import clock, quota, runs
 from services.queue import DEFAULT_QUEUE, IO_QUEUE, IO_WEB_QUEUE, WEB_QUEUE
 from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
-from tests.fakes import FakeOpenAI
 
 pytestmark = [needs_pg, needs_redis]
 
@@ -24,11 +23,8 @@ FAST_SWEEP = {"SWEEP_INTERVAL_SECONDS": "0.5", "SWEEP_GRACE_SECONDS": "1", "JOB_
 
 
 @pytest.fixture
-def provider(monkeypatch):
-    """The fake provider, named in the environment of the test app and the workers."""
-    with FakeOpenAI() as fake:
-        monkeypatch.setenv("AI_BASE_URL", fake.base_url)
-        yield fake
+def provider(provider_in_env):
+    return provider_in_env
 
 
 @pytest.fixture

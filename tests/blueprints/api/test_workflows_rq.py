@@ -5,17 +5,13 @@ import time
 import pytest
 
 from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
-from tests.fakes import FakeOpenAI
 
 REVIEWS = "Love the app, but calendar sync fails every few days.\nSupport was quick and kind."
 
 
 @pytest.fixture
-def provider(monkeypatch):
-    """The fake model provider, named in the environment the worker processes inherit."""
-    with FakeOpenAI() as fake:
-        monkeypatch.setenv("AI_BASE_URL", fake.base_url)
-        yield fake
+def provider(provider_in_env):
+    return provider_in_env
 
 
 @pytest.fixture
