@@ -3,10 +3,7 @@ their jobs lost."""
 
 import logging
 
-from sqlalchemy import select
-
 from catalogue import Tool
-from extensions import db
 from jobs.webhooks import emit
 from jobs.workflows import advance_workflow
 from models import Run
@@ -38,12 +35,10 @@ def enqueue_run(run_id: str, tool: Tool, *, awaited: bool = False, site: bool = 
 def run_tool_job(run_id: str) -> None:
     """Run one queued tool run to its end, then wake whoever waits for it."""
     run = runs.execute(run_id)
-    # Read before the commit expires them (reading after cost a query).
-    ended = None if run is None else (run.tool_slug, run.status)
-    db.session.commit()
-    if ended is not None:
-        log.info("run %s of %s ended %s", run_id, *ended)
-        _ended(run_id)
+    runs.end_transaction()  # the run stays loaded, for its announcement
+    if run is not None:
+        log.info("run %s of %s ended %s", run_id, run.tool_slug, run.status)
+        _ended(run)
 
 
 def fail_abandoned_run(
@@ -52,11 +47,12 @@ def fail_abandoned_run(
     """The job died or ran out of time: fail its run (quota released) unless it ended, and
     announce that. Returns whether this call failed it."""
     failed = runs.fail_unfinished(run_id, message)
-    db.session.commit()
-    if failed:
-        log.warning("run %s failed: its job died or timed out", run_id)
-        _ended(run_id)
-    return failed
+    runs.end_transaction()  # the run stays loaded, for its announcement
+    if failed is None:
+        return False
+    log.warning("run %s failed: its job died or timed out", run_id)
+    _ended(failed)
+    return True
 
 
 def sweep_stale_runs() -> int:
@@ -70,7 +66,7 @@ def sweep_stale_runs() -> int:
         if stale.workflow_run_id is None:
             failed += fail_abandoned_run(stale.run_id, stale.message)
             continue
-        failed += runs.fail_unfinished(stale.run_id, stale.message)
+        failed += runs.fail_unfinished(stale.run_id, stale.message) is not None
         advance_workflow(stale.workflow_run_id)  # commits the step's failure first
     for workflow_run_id in sweeper.stalled_workflow_runs():
         advance_workflow(workflow_run_id)
@@ -79,13 +75,9 @@ def sweep_stale_runs() -> int:
     return failed
 
 
-def _ended(run_id: str) -> None:
-    """Wake the caller still waiting, or announce the end to one who stopped waiting."""
-    dispatcher().finished(run_id)
-    # Read the flag after the run ended: the caller sets it only while the run is going. A
-    # query of three columns says whether to announce (a caller that waited: nothing).
-    notify, key_id, status = db.session.execute(
-        select(Run.notify, Run.api_key_id, Run.status).where(Run.id == run_id)
-    ).one()
-    if notify and key_id and status in ("succeeded", "failed"):
-        emit(key_id, run_event(db.session.get(Run, run_id)), f"evt_{run_id}")
+def _ended(run: Run) -> None:
+    """Wake the caller still waiting, or announce the end to one who stopped waiting (the
+    statement that ended the run said which: ``run.announce_end``)."""
+    dispatcher().finished(run.id)
+    if run.announce_end:
+        emit(run.api_key_id, run_event(run), f"evt_{run.id}")

@@ -115,3 +115,8 @@ class Run(db.Model):
     # The model(s) that wrote the output, comma-separated: the provider's model name, or the
     # embedded model's (engines.models.local_llm.model_name()); None for a tool with no model.
     model: Mapped[str | None] = mapped_column(String(200))
+
+    # Not a column: set by the statement that ends the run (``services.runs``), whether its
+    # end is to be announced by a webhook event (its caller stopped waiting, and its key has
+    # a webhook), so that the job announcing it asks the database nothing more.
+    announce_end = False

@@ -14,6 +14,7 @@ renewing, so a worker killed mid-job is known within the lease's lifetime (RQ's 
 of a started job outlives a dead SimpleWorker by the job's whole timeout).
 """
 
+import contextlib
 import itertools
 import logging
 import math
@@ -130,6 +131,71 @@ class JobLease:
 
     def _renew(self) -> None:
         self.redis.set(self.key, repr(self.deadline), ex=math.ceil(self.seconds))
+
+
+class LeaseKeeper:
+    """The leases of the many jobs one process runs at once (the I/O worker), kept
+    together: each set in the round trip that starts its job (``hold``, into the caller's
+    pipeline), all renewed in one round trip every third of ``seconds``, and dropped in
+    batches every ``drop_every`` seconds (``drop``), by one loop (``keep``: a greenlet of
+    that process). A dropped lease outlives its job by at most ``drop_every`` seconds,
+    which changes nothing: the sweep fails only runs that have not ended."""
+
+    drop_every = 0.5
+
+    def __init__(self, client: redis.Redis, seconds: float):
+        self.redis = client
+        self.seconds = seconds
+        self._deadlines: dict[str, float] = {}
+        self._dropped: set[str] = set()
+        self._stop = threading.Event()
+
+    def __len__(self) -> int:
+        return len(self._deadlines)
+
+    def hold(self, job_id: str, timeout: float, pipeline: redis.client.Pipeline) -> None:
+        deadline = time.time() + timeout
+        self._deadlines[job_id] = deadline
+        self._dropped.discard(job_id)  # a job run again before its last lease was dropped
+        pipeline.set(lease_key(job_id), repr(deadline), ex=math.ceil(self.seconds))
+
+    def drop(self, job_id: str) -> None:
+        if self._deadlines.pop(job_id, None) is not None:
+            self._dropped.add(job_id)
+
+    def keep(self) -> None:
+        """Renew and drop until ``stop``; then drop what is left."""
+        renewed = time.monotonic()
+        while not self._stop.wait(self.drop_every):
+            try:
+                if time.monotonic() - renewed >= self.seconds / 3:
+                    renewed = time.monotonic()
+                    self._write(renew=True)
+                else:
+                    self._write(renew=False)
+            except redis.RedisError as error:  # the next pass tries again
+                log.warning("could not renew or drop %d lease(s): %s", len(self), error)
+        with contextlib.suppress(redis.RedisError):
+            self._write(renew=False)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _write(self, *, renew: bool) -> None:
+        dropped, self._dropped = self._dropped, set()
+        held = list(self._deadlines.items()) if renew else []
+        if not dropped and not held:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id, deadline in held:
+            pipe.set(lease_key(job_id), repr(deadline), ex=math.ceil(self.seconds))
+        if dropped:
+            pipe.delete(*(lease_key(job_id) for job_id in dropped))
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            self._dropped |= dropped  # dropped on the next pass (else they expire)
+            raise
 
 
 def done_channel(client: redis.Redis) -> str:

@@ -168,7 +168,7 @@ class RunRecorder:
         Redis's or SQLAlchemy's errors when it can be neither (the API answers 503)."""
         rows = run_rows(run, ledger)
         if self.journal is None:
-            _write_in_session(rows)
+            write_in_session(rows)
             return
         try:
             entry = self.journal.append(rows, in_flight)
@@ -322,13 +322,27 @@ def run_rows(run: dict, ledger: dict | None = None) -> list[tuple[Table, dict]]:
     return [(_RUNS, run)] if ledger is None else [(_RUNS, run), (_LEDGER, ledger)]
 
 
-def _write_in_session(rows: list[tuple[Table, dict]]) -> None:
+def ledger_rows(ledger: dict) -> list[tuple[Table, dict]]:
+    """A ledger row as ``write_in_session`` takes it (a queued run's, charged as it ends)."""
+    return [(_LEDGER, ledger)]
+
+
+def write_in_session(rows: list[tuple[Table, dict]]) -> None:
     """Insert ``rows``, and add them to the daily rollups, in the session's transaction
-    (the caller commits)."""
+    (the caller commits): on PostgreSQL in one statement (the batch's), else one per row."""
+    connection = db.session.connection()
+    if connection.dialect.name == "postgresql":
+        statement, documents = _one_statement(rows)
+        connection.exec_driver_sql(statement, tuple(documents))
+        return
     for table, row in rows:
-        db.session.execute(table.insert(), row)
-    inserted = {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
+        connection.execute(table.insert(), row)
+    inserted = _by_table(rows)
     usage_rollup.add(db.session, _tally(inserted))
+
+
+def _by_table(rows: list[tuple[Table, dict]]) -> dict[Table, list[dict]]:
+    return {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
 
 
 def _rolled_up(rows: list[tuple[Table, dict]]) -> tuple[bool, bool]:
@@ -382,10 +396,9 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     the same transaction, committed durably; a row already there (a run written, then
     replayed from the journal) is left as it is, and counted no second time. Raises
     SQLAlchemy's errors (one of ``_REFUSED`` for a row the database refuses)."""
-    by_table = {table: [row for row_table, row in rows if row_table is table] for table in _TABLES}
-    tables = [(table, values) for table, values in by_table.items() if values]
-    ledger, web = _rolled_up(rows)
     if engine.dialect.name != "postgresql":
+        tables = [(table, values) for table, values in _by_table(rows).items() if values]
+        ledger, web = _rolled_up(rows)
         with engine.begin() as connection:
             inserted = {}
             for table, values in tables:
@@ -401,9 +414,7 @@ def _write(engine: Engine, rows: list[tuple[Table, dict]]) -> None:
     # On PostgreSQL the batch is one statement, sent once on the pool's DBAPI connection in
     # autocommit mode: one round trip (a transaction and two COPYs took seven), without
     # SQLAlchemy's session and statement layers, which cost as much CPU as the rows.
-    shapes = tuple((table, tuple(values[0])) for table, values in tables)
-    statement = _statement(shapes, ledger, web)
-    documents = [_document(values) for _, values in tables]
+    statement, documents = _one_statement(rows)
     connection = engine.raw_connection()
     driver = connection.driver_connection
     try:
@@ -473,6 +484,14 @@ def _json_default(value: object) -> str:
     an engine's output, say) as its text, as the API's answer shows it, rather than a batch
     that can never be written."""
     return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _one_statement(rows: list[tuple[Table, dict]]) -> tuple[str, list[str]]:
+    """``rows`` as one PostgreSQL statement (``_statement``) and its parameters."""
+    tables = [(table, values) for table, values in _by_table(rows).items() if values]
+    shapes = tuple((table, tuple(values[0])) for table, values in tables)
+    ledger, web = _rolled_up(rows)
+    return _statement(shapes, ledger, web), [_document(values) for _, values in tables]
 
 
 @cache

@@ -17,20 +17,20 @@ from datetime import datetime
 import redis
 from flask import current_app
 from rq.timeouts import JobTimeoutException
-from sqlalchemy import select, update
+from sqlalchemy import and_, bindparam, exists, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
 from catalogue import Tool, load_catalogue
 from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, models_noted, run_tool
 from extensions import db
-from models import TERMINAL_STATES, Account, Run, WorkflowRun
+from models import TERMINAL_STATES, Account, ApiKey, Run, WorkflowRun
 from models.base import new_uuid
 from services import allowance, clock, queue, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
 from services.keys import KeyContext
 from services.queue import dispatcher
 from services.quota import Reservation
-from services.recorder import RunJournal, recorder, run_rows
+from services.recorder import RunJournal, ledger_rows, recorder, run_rows, write_in_session
 
 log = logging.getLogger(__name__)
 
@@ -473,11 +473,10 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
     if charged:
         if run.api_key_id is not None:
             quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
-        usage.record(
-            usage.ledger_row(
-                run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
-            )
+        ledger = usage.ledger_row(
+            run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
         )
+        write_in_session(ledger_rows(ledger))
     elif run.source == "web" and run.account_id is not None:
         usage_rollup.add_web_run(db.session, run)
     return run
@@ -564,12 +563,13 @@ def end_transaction() -> None:
         session.expire_on_commit = keep
 
 
-def fail_unfinished(run_id: str, message: str) -> bool:
-    """Fail a run its worker left unfinished (died or timed out); False if it had ended."""
+def fail_unfinished(run_id: str, message: str) -> Run | None:
+    """Fail a run its worker left unfinished (died or timed out): the run, or None if it had
+    ended."""
     run = db.session.get(Run, run_id)
     if run is None or run.status in TERMINAL_STATES:
-        return False
-    return _conclude(run, None, "failed", error=_error("internal", message, None))
+        return None
+    return run if _conclude(run, None, "failed", error=_error("internal", message, None)) else None
 
 
 def fail(run: Run, kind: str, message: str) -> bool:
@@ -600,9 +600,28 @@ def mark_waiter_gone(run_id: str) -> bool:
     return result.rowcount == 1
 
 
+_RUNS, _KEYS = Run.__table__, ApiKey.__table__
+# The end of a run (its terminal state and what comes with it, as parameters named after
+# the columns), unless it has ended; it answers whether to announce the end by a webhook
+# event. A Core statement built once: the ORM's update cost more than the database's work.
+_END = (
+    update(_RUNS)
+    .where(_RUNS.c.id == bindparam("ended_id"), _RUNS.c.status.notin_(TERMINAL_STATES))
+    .returning(
+        and_(
+            # Set only while the run is going (``mark_waiter_gone``): read as it ends.
+            _RUNS.c.notify,
+            exists()
+            .where(_KEYS.c.id == _RUNS.c.api_key_id, _KEYS.c.webhook_url.is_not(None))
+            .correlate(_RUNS),
+        )
+    )
+)
+
+
 def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
     """Move ``run`` to a terminal state unless it is in one; release quota unless it
-    succeeded. Returns whether this call made the move."""
+    succeeded. Returns whether this call made the move (and then sets ``run.announce_end``)."""
     finished_at = clock.now()
     values = {"status": status, "finished_at": finished_at, **fields}
     begun = clock.as_utc(run.started_at)
@@ -610,17 +629,13 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
         values["duration_ms"] = int((time.perf_counter() - started) * 1000)
     elif begun is not None:
         values["duration_ms"] = int((finished_at - begun).total_seconds() * 1000)
-    moved = db.session.execute(
-        update(Run)
-        .where(Run.id == run.id, Run.status.notin_(TERMINAL_STATES))
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
-    if moved.rowcount != 1:
+    announce = db.session.execute(_END, {"ended_id": run.id, **values}).scalar()
+    if announce is None:
         db.session.refresh(run)  # what ended it
         return False
     for name, value in values.items():  # as written: no query to read them back
         set_committed_value(run, name, value)
+    run.announce_end = bool(announce) and status in ("succeeded", "failed")
     if status != "succeeded" and run.source == "web" and run.workflow_run_id is None:
         allowance.release_run(run)  # a workflow's steps hold no allowance
     elif status != "succeeded" and not run.sandbox and run.api_key_id:

@@ -2,11 +2,10 @@
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
 
 from extensions import db
 from models import Account, Run, UsageEvent
-from services import usage_rollup
 from services.keys import KeyContext
 
 FREE_CALLS = 100
@@ -46,12 +45,6 @@ def ledger_row(
         "free_call": free_call,
         "created_at": moment,
     }
-
-
-def record(row: dict) -> None:
-    """Write a ledger row, and add it to the daily rollups, in the session's transaction now."""
-    db.session.execute(insert(UsageEvent.__table__), row)
-    usage_rollup.add_ledger(db.session, row)
 
 
 def free_calls_remaining(account_free_calls_used: int) -> int:

@@ -14,7 +14,7 @@ from rq.job import Job, JobStatus
 import jobs.runs
 from extensions import db
 from models import Run, UsageEvent
-from services import clock, quota, runs, sweeper
+from services import clock, keys, quota, runs, sweeper
 from services.queue import LOST, WAITING, WORKING, JobLease, lease_key
 from tests.conftest import auth, needs_pg, needs_redis
 
@@ -24,9 +24,18 @@ DISPATCH = "/v1/tools/run"
 
 @pytest.fixture
 def events(monkeypatch):
-    """The events runs announce, as (event name, run id)."""
+    """The events runs announce, as (event name, run id). Every key these tests make has
+    a webhook: a run's end is announced only to a key with one."""
     sent: list[tuple[str, str]] = []
     lock = threading.Lock()
+    create_key = keys.create_key
+
+    def create_key_with_webhook(*args, **kwargs):
+        key, raw = create_key(*args, **kwargs)
+        key.webhook_url = "https://hooks.example.com/runs"
+        return key, raw
+
+    monkeypatch.setattr(keys, "create_key", create_key_with_webhook)
 
     def emit(key_id, event, event_id):
         with lock:
