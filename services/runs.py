@@ -488,6 +488,17 @@ _FREE_CALLS_USED = (
 )
 
 
+# The claim (its parameters: the run's id and the time it starts). Built once: building it
+# for each run cost more CPU than the database's work.
+_CLAIM = (
+    update(Run)
+    .where(Run.id == bindparam("claimed_id"), Run.status == "queued")
+    .values(status="running", started_at=bindparam("claimed_at"))
+    .returning(Run, _FREE_CALLS_USED)
+    .execution_options(populate_existing=True, synchronize_session=False)
+)
+
+
 def _claim(run_id: str) -> tuple[Run, int] | None:
     """Move a queued run to running, committed; with its account's count of free calls
     used. None when it is not queued (canceled, or taken by another worker)."""
@@ -495,13 +506,7 @@ def _claim(run_id: str) -> tuple[Run, int] | None:
     if not session.in_transaction():
         # The claim is one statement: let it commit itself (no BEGIN and COMMIT to wait for).
         session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-    claimed = session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.status == "queued")
-        .values(status="running", started_at=clock.now())
-        .returning(Run, _FREE_CALLS_USED)
-        .execution_options(populate_existing=True, synchronize_session=False)
-    ).first()
+    claimed = session.execute(_CLAIM, {"claimed_id": run_id, "claimed_at": clock.now()}).first()
     end_transaction()
     return None if claimed is None else tuple(claimed)
 

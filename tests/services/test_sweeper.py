@@ -15,7 +15,7 @@ import jobs.runs
 from extensions import db
 from models import Run, UsageEvent
 from services import clock, keys, quota, runs, sweeper
-from services.queue import LOST, WAITING, WORKING, JobLease, lease_key
+from services.queue import LOST, WAITING, WORKING, JobLease, LeaseKeeper, lease_key
 from tests.conftest import auth, needs_pg, needs_redis
 
 TOOL = "word-counter"
@@ -108,6 +108,49 @@ def test_a_lease_is_renewed_and_set_again_when_it_went_missing(app):
         redis.delete(lease_key("job-2"))  # as if Redis had restarted
         time.sleep(0.5)
         assert redis.get(lease_key("job-2")) is not None
+
+
+@needs_redis
+def test_a_lease_keeper_holds_renews_and_drops_the_leases_of_many_jobs(app):
+    """The I/O worker's leases: set in the round trip that starts the job, renewed together
+    (set again when one went missing), dropped in batches once their jobs end; the job
+    states the sweep reads follow them."""
+    redis = app.extensions["redis"]
+    dispatcher = app.extensions["dispatcher"]
+    keeper = LeaseKeeper(redis, seconds=0.6)
+    keeper.drop_every = 0.05
+    queue = Queue("io", connection=redis)
+    created = clock.now()
+    ids = [f"io-job-{n}" for n in range(3)]
+    with redis.pipeline() as pipeline:
+        for job_id in ids:
+            queue.enqueue(print, job_id, job_id=job_id).set_status(JobStatus.STARTED)
+            keeper.hold(job_id, 60, pipeline)
+        assert redis.get(lease_key(ids[0])) is None  # nothing sent before the round trip
+        pipeline.execute()
+    assert all(dispatcher.job_state(job_id, created, 5) == WORKING for job_id in ids)
+    keeping = threading.Thread(target=keeper.keep)
+    keeping.start()
+    try:
+        redis.delete(lease_key(ids[1]))  # as if Redis had restarted
+        time.sleep(0.5)  # past a renewal (every 0.2 s) and the keys' own 0.6 s
+        assert all(redis.get(lease_key(job_id)) is not None for job_id in ids)
+        keeper.drop(ids[0])
+        time.sleep(0.2)
+        assert redis.get(lease_key(ids[0])) is None and len(keeper) == 2
+        assert dispatcher.job_state(ids[0], created, 5) == LOST  # started, nobody holds it
+        keeper.drop(ids[2])
+        with redis.pipeline() as pipeline:  # run again before its last lease was dropped
+            keeper.hold(ids[2], 60, pipeline)
+            pipeline.execute()
+        time.sleep(0.2)
+        assert redis.get(lease_key(ids[2])) is not None
+    finally:
+        keeper.stop()
+        keeping.join(5)
+    assert not keeping.is_alive()
+    assert redis.get(lease_key(ids[1])) is not None  # held when the keeper stopped: it lapses
+    assert 0 < redis.ttl(lease_key(ids[1])) <= 1
 
 
 # --- the sweep on RQ --------------------------------------------------------------------------
