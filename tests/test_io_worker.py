@@ -95,6 +95,13 @@ def test_runs_go_to_the_queue_their_engine_calls_for(provider, app):
         ocr = next(tool for tool in catalogue.tools.values() if tool.engine == "ocr.text")
         assert runs.queue_for(ocr) == DEFAULT_QUEUE
         assert runs.queue_for(ocr, site=True) == WEB_QUEUE
+        # Every engine that only a provider runs (pictures seen or made), the plan-gated
+        # endpoints' tools included.
+        by_engine = {tool.engine: tool for tool in catalogue.tools.values()}
+        by_engine["productions.images"] = runs.find_tool("images/generate")
+        for engine in ("vision.chat", "images.generate", "productions.images"):
+            assert by_engine[engine].engine == engine
+            assert runs.queue_for(by_engine[engine]) == IO_QUEUE, engine
 
 
 def test_without_a_provider_the_embedded_model_computes_on_the_compute_queue(app):

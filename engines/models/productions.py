@@ -211,6 +211,9 @@ class ImageSetEngine(Engine):
 
     name = "productions.images"
 
+    def waits_on_network(self) -> bool:
+        return True  # a provider only: without one, its runs are refused before they queue
+
     def unavailable_reason(self) -> str | None:
         return chain.unavailable_reason(chain.IMAGES)
 
