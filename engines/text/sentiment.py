@@ -10,10 +10,29 @@ normalized as VADER normalizes, per sentence and for the whole text. Across sent
 opening on a contrast marker ("However, ...") outweighs those before it, and the last
 sentence, where a review states its verdict, counts more.
 
-Two general changes to VADER itself: negation reaches to the end of its clause (the next
-punctuation mark or conjunction, the usual scope rule), and the regular inflections of the
-lexicon's words ("crash": "crashes", "crashed") carry their word's score when the lexicon has
-no entry of their own.
+"Yet", "still" and "though" weigh what follows them as "but" does where they join two
+clauses, after a comma ("slow, yet the quality ..."), not in "not yet", "still waiting" or
+"even though"; a fronted "Though X, Y" concedes, and a sentence that closes on "though" ("The
+room was tiny though.") answers the ones before it as one opening on "However" does. Words
+of regret that open a clause ("shame", "what a pity", "too bad", "sadly", "unfortunately")
+mark a contrast too: "Great packaging, shame the product was broken" stresses the regretted
+clause as "but" would, and the word, itself a judgement, stays in that clause.
+
+Four general changes to VADER itself. Negation reaches to the end of its clause (the next
+punctuation mark or conjunction, the usual scope rule; "so" ends it as a conjunction but not
+as the degree word of "isn't so good", and "at all" closes it after the negated word, as in
+"not bad at all for a free app"). A negation that denies a higher degree intensifies instead
+of negating, as VADER's "never so good" does: a negated "can" or "could" before a
+comparative ("could not be happier", "couldn't ask for a better tutor") or with "enough"
+("can't recommend it enough"), and "won't", "wouldn't" or "never" before a comparative
+("you won't find a friendlier team", "has never been better") unless a verb of change makes
+it a change ("won't get better", "never got better"). A comparative is a lexicon word whose
+other degree the lexicon also holds ("happier", "happiest"), an irregular one ("better",
+"worst"), or one made with "more" or "most"; "is not better" and "no better than" stay
+negations. The regular inflections of the lexicon's words ("crash": "crashes", "crashed")
+carry their word's score when the lexicon has no entry of their own. And a few common idioms
+of strong praise or blame without a lexicon word ("blew me away", "a piece of cake", "a
+rip-off") read as the lexicon word they mean, as VADER's lexicon rates single words only.
 """
 
 from __future__ import annotations
@@ -39,29 +58,73 @@ _ALPHA = 15.0
 # Markers that put the weight on what follows them: "but", "however", "nevertheless",
 # "nonetheless", "even so", "that said"; "yet" and "still" only at a clause's start (after a
 # comma, semicolon, dash or "and", or opening the sentence), not in "not yet", "still
-# waiting". "but also" adds, and "nothing/anything/all but" is no contrast.
+# waiting"; "though" only after a comma, semicolon or dash and before the clause it opens
+# (a fronted "Though X, Y" concedes). "but also" adds, and "nothing/anything/all but" is no
+# contrast. Words of regret at a clause's start ("shame", "what a pity", "too bad", "sadly",
+# "unfortunately") match empty, before the word: they stay in the clause they stress, whose
+# feeling they state.
+_CLAUSE_START = r"(?:(?<=^)|(?<=[,;:–—] )|(?<=\band ))"
 _SHIFT = re.compile(
     r"(?<![\w'’-])(?:(?<!nothing )(?<!anything )(?<!all )but(?! also\b)|however"
     r"|nevertheless|nonetheless|even so|that said|having said that"
-    r"|(?:(?<=^)|(?<=[,;:–—] )|(?<=\band ))(?:yet|still)(?=[ ,]))(?![\w'’-])",
+    rf"|{_CLAUSE_START}(?:yet|still)(?=[ ,])|(?<=[,;:–—] )though(?= \w))(?![\w'’-])"
+    rf"|{_CLAUSE_START}(?=(?:(?:it['’]s |it is |what |such )?a )?(?:shame|pity)\b"
+    r"|too bad\b|sadly\b|unfortunately\b|regrettably\b|disappointingly\b)",
     re.IGNORECASE,
 )
+# "though" closing a sentence, where it means "however": "The room was tiny though."
+_CLOSING_THOUGH = re.compile(r"[\s,]though\W*$", re.IGNORECASE)
 # Markers that open a conceding clause, which counts less than the main clause. A fronted
 # one ("Although X, Y") runs to the first comma; one after the main clause ("Y, although
-# X") to the end of the sentence. "While" concedes only opening the sentence.
+# X") to the end of the sentence. "While" concedes only opening the sentence, and one that
+# closes it ("Friendly staff, though.") concedes nothing.
 _CONCEDE = re.compile(
     r"(?<![\w'’-])(?:even though|although|though|despite|in spite of|whereas|(?<=^)while)"
-    r"(?![\w'’-])",
+    r"(?![\w'’-])(?!\W*$)",
     re.IGNORECASE,
 )
 _EDGES = " ,;:–—-"
 # Words that end a negation's scope, as a punctuation mark does: "isn't comfortable and my
-# wrist hurts" negates "comfortable" only.
+# wrist hurts" negates "comfortable" only. "So" ends it as a conjunction ("wasn't there, so I
+# left"), not as a degree word before a word VADER rates ("isn't so good").
 _SCOPE_PUNCTUATION = ",;:.!?)–—"
 _SCOPE_ENDS = frozenset({
     "and", "or", "but", "because", "since", "when", "while", "who", "which", "that", "so",
     "until", "after", "before", "if",
 })  # fmt: skip
+
+# A negation that denies a higher degree intensifies instead, by VADER's weight for "never so
+# good" (its _negation_check). Negated "can" denies that more is possible, with a comparative
+# or with "enough"; negated "will" and "never" deny it with a comparative only ("won't be fast
+# enough" is a complaint), and not across a verb of change ("won't get better").
+DENIED_DEGREE = 1.25
+_CAN = frozenset({"can't", "cannot", "couldn't", "cant", "couldnt"})
+_WILL = frozenset({"won't", "wouldn't", "wont", "wouldnt", "never"})
+_CHANGE = frozenset({
+    "get", "gets", "got", "gotten", "getting", "become", "becomes", "became", "becoming",
+    "grow", "grows", "grew", "grown", "growing", "turn", "turns", "turned", "turning",
+})  # fmt: skip
+_IRREGULAR_DEGREES = frozenset({"better", "best", "worse", "worst"})
+
+# Idioms of strong praise or blame without a lexicon word, each read as the lexicon word it
+# means, so that boosters and negations apply to it as to that word ("a total rip-off", "did
+# not blow me away"): VADER rates single words only, and its own idiom list is unused.
+_IDIOMS = {
+    r"bl(?:ew|own|ows?) (?:(?:me|us|them|everyone) )?away": "amazing",
+    r"rip-?offs?": "swindle",
+    r"piece of cake": "easy",
+    r"down the drain": "wasted",
+    r"f[ae]ll(?:s|ing)? apart": "broken",
+    r"(?:went|goes|gone|going) downhill": "worse",
+    r"let (?:me|us|them|you) down": "disappointed",
+    r"over the moon": "delighted",
+    r"second to none": "excellent",
+    r"top[- ]notch": "excellent",
+}
+_IDIOM_WORDS = [
+    (re.compile(rf"(?<![\w'’-]){idiom}(?![\w'’-])", re.IGNORECASE), word)
+    for idiom, word in _IDIOMS.items()
+]
 
 
 @dataclass
@@ -81,17 +144,31 @@ def _vader() -> Any:
         # analyser.
         split = threading.local()
 
+        def polarity_scores(self, text):
+            for idiom, word in _IDIOM_WORDS:
+                text = idiom.sub(word, text)
+            return super().polarity_scores(text)
+
         def sentiment_valence(self, valence, sentitext, item, i, sentiments):
             tokens = self.split.tokens = sentitext.text.split()
+            self.split.degree = item.lower() in self.lexicon and _denied_degree(
+                tokens, i, vader.negated, self.lexicon
+            )
             sentiments = super().sentiment_valence(valence, sentitext, item, i, sentiments)
-            if sentiments[-1] and _negated_before_window(tokens, i, vader.negated):
+            if sentiments[-1] and self.split.degree:
+                sentiments[-1] *= DENIED_DEGREE
+            elif sentiments[-1] and _negated_before_window(tokens, i, vader.negated, self.lexicon):
                 sentiments[-1] *= vader.N_SCALAR
             return sentiments
 
         def _negation_check(self, valence, words_and_emoticons, start_i, i):
             # VADER's own check, within three words, but not across a punctuation mark or a
-            # conjunction: "Never again, a terrible evening" does not negate "terrible".
-            if any(map(_ends_scope, self.split.tokens[i - start_i - 1 : i])):
+            # conjunction ("Never again, a terrible evening" does not negate "terrible"), nor
+            # where the negation denies a higher degree.
+            tokens = self.split.tokens
+            if self.split.degree or any(
+                _ends_scope(tokens, j, self.lexicon) for j in range(i - start_i - 1, i)
+            ):
                 return valence
             return super()._negation_check(valence, words_and_emoticons, start_i, i)
 
@@ -100,21 +177,92 @@ def _vader() -> Any:
     return analyzer
 
 
-def _negated_before_window(tokens: list[str], i: int, negated: Callable[..., bool]) -> bool:
+def _bare(token: str) -> str:
+    return token.strip(".,;:!?\"'()").lower()
+
+
+def _negated_before_window(
+    tokens: list[str], i: int, negated: Callable[..., bool], lexicon: dict[str, float]
+) -> bool:
     """Whether a negation further back than the three words VADER checks, in the same clause,
     scopes over the word at ``i``."""
     for j in range(i - 1, -1, -1):
-        if _ends_scope(tokens[j]):
+        if _ends_scope(tokens, j, lexicon):
             return False
-        if j < i - 3 and negated([tokens[j].strip(".,;:!?\"'()")]):
+        if j < i - 3 and negated([_bare(tokens[j])]):
             return True
     return False
 
 
-def _ends_scope(token: str) -> bool:
-    """Whether a negation's scope ends at ``token``: a conjunction or relative word, or a word
-    a punctuation mark ends (after "never," nothing is negated)."""
-    return token[-1] in _SCOPE_PUNCTUATION or token.lower() in _SCOPE_ENDS
+def _ends_scope(tokens: list[str], j: int, lexicon: dict[str, float]) -> bool:
+    """Whether a negation's scope ends at ``tokens[j]``: a conjunction or relative word, or a
+    word a punctuation mark ends (after "never," nothing is negated)."""
+    token = tokens[j]
+    if token[-1] in _SCOPE_PUNCTUATION:
+        return True
+    word = token.lower()
+    if word == "so":
+        return j + 1 == len(tokens) or _bare(tokens[j + 1]) not in lexicon
+    if word == "all" and j > 1 and tokens[j - 1].lower() == "at":
+        # "At all" after a rated word closes its negated phrase ("not bad at all for a free
+        # app"); right after the negation it is part of it ("not at all helpful").
+        return _bare(tokens[j - 2]) in lexicon
+    return word in _SCOPE_ENDS
+
+
+def _denied_degree(
+    tokens: list[str], i: int, negated: Callable[..., bool], lexicon: dict[str, float]
+) -> bool:
+    """Whether the nearest negation before the word at ``i``, in its clause, denies a higher
+    degree of it ("could not be happier", "can't recommend it enough") rather than negating
+    it."""
+    word = _bare(tokens[i])
+    comparative = (
+        word in _IRREGULAR_DEGREES
+        or _other_degree(word) in lexicon
+        or (i > 0 and _bare(tokens[i - 1]) in ("more", "most"))
+    )
+    between: list[str] = []  # the words between the negation and ``i``, nearest first
+    for j in range(i - 1, -1, -1):
+        if _ends_scope(tokens, j, lexicon):
+            return False
+        negation = _bare(tokens[j])
+        if negated([negation]):
+            break
+        between.append(negation)
+    else:
+        return False
+    before, after = _bare(tokens[j - 1]) if j else "", between[-1] if between else ""
+    if (
+        negation in _CAN
+        or (negation in ("not", "never") and before in ("can", "could"))
+        or (negation == "nothing" and after in ("can", "could"))
+    ):
+        # "Enough" denies more of the first rated word only: "I can't thank the fraud team
+        # enough" intensifies "thank", not "fraud".
+        return comparative or (not lexicon.keys() & between and _enough(tokens, j, lexicon))
+    if negation in _WILL or (negation == "not" and before in ("will", "would")):
+        return comparative and not _CHANGE.intersection(between)
+    return False
+
+
+def _enough(tokens: list[str], j: int, lexicon: dict[str, float]) -> bool:
+    """Whether "enough" follows ``tokens[j]`` in its clause."""
+    for k in range(j + 1, len(tokens)):
+        if _bare(tokens[k]) == "enough":
+            return True
+        if _ends_scope(tokens, k, lexicon):
+            return False
+    return False
+
+
+def _other_degree(word: str) -> str | None:
+    """The superlative of a comparative ("happier": "happiest") and the other way round."""
+    if word.endswith("er"):
+        return word[:-2] + "est"
+    if word.endswith("est"):
+        return word[:-3] + "er"
+    return None
 
 
 def _add_inflections(lexicon: dict[str, float]) -> None:
@@ -195,7 +343,7 @@ def _weighed(clauses: list[Clause]) -> float:
 def _sentence_weights(sentences: list[str]) -> list[float]:
     weights = [1.0] * len(sentences)
     for index, sentence in enumerate(sentences):
-        if index and _SHIFT.match(sentence):
+        if index and (_SHIFT.match(sentence) or _CLOSING_THOUGH.search(sentence)):
             weights[:index] = [weight * CONCEDED for weight in weights[:index]]
     if len(weights) > 1:
         weights[-1] *= LAST_SENTENCE

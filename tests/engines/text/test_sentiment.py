@@ -119,6 +119,91 @@ def test_negation_scopes_over_its_clause(run, text, label):
     assert run("sentiment-analyzer", text=text)["label"] == label
 
 
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        # A negated "can" or "will" before a comparative, or a negated "can" with "enough",
+        # denies that anything could be better: praise, not a negation.
+        ("I could not be happier with how the repair turned out.", "positive"),
+        ("You won't find a friendlier customer service team anywhere.", "positive"),
+        ("I can't recommend it highly enough.", "positive"),
+        ("The battery life could not be worse.", "negative"),
+        # Other negations of a comparative, or of "enough", still negate.
+        ("The new version is no better than the old one.", "negative"),
+        ("It won't get better.", "negative"),
+        ("The room wasn't good enough.", "negative"),
+        ("I can't recommend this hotel.", "negative"),
+        # "Not bad at all" is praise, and "at all" ends its negation's scope...
+        ("not bad at all", "positive"),
+        ("Not bad at all for a free app.", "positive"),
+        # ...but not right after the negation; a degree "so" does not end it either.
+        ("The staff were not at all helpful.", "negative"),
+        ("The food isn't so good.", "negative"),
+        ("The battery is not good.", "negative"),
+    ],
+)
+def test_a_negation_that_denies_a_higher_degree_intensifies(run, text, label):
+    assert run("sentiment-analyzer", text=text)["label"] == label
+
+
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        # "Yet" and a "though" after a comma stress what follows, as "but" does...
+        ("Delivery was slow, yet the quality blew me away and I would order again.", "positive"),
+        (
+            "The screen is lovely, though the speakers crackle and the battery died twice.",
+            "negative",
+        ),
+        # ...and so does a word of regret opening a clause, which keeps its own feeling.
+        (
+            "Great packaging, shame the product inside was broken and support never replied.",
+            "negative",
+        ),
+        ("The pool is lovely, too bad it was closed all week.", "negative"),
+        ("The staff were friendly, sadly the room smelled of smoke.", "negative"),
+        # The counterparts: "but" as before, and a plain text.
+        ("Fast delivery, but the item was broken.", "negative"),
+        ("The staff were kind and the room was spotless.", "positive"),
+    ],
+)
+def test_yet_though_and_words_of_regret_stress_the_clause_they_open(run, text, label):
+    assert run("sentiment-analyzer", text=text)["label"] == label
+
+
+def test_words_of_regret_stay_in_the_clause_they_stress(run):
+    [sentence] = run("sentiment-analyzer", text="The hotel was great, shame about the weather.")[
+        "sentences"
+    ]
+    assert [clause["text"] for clause in sentence["clauses"]] == [
+        "The hotel was great",
+        "shame about the weather.",
+    ]
+
+
+def test_a_sentence_closing_on_though_answers_the_ones_before(run):
+    # As one opening on "However" does, and without a conceding clause of its own.
+    result = run("sentiment-analyzer", text="Lovely rooms. The breakfast was disappointing though.")
+    however = run(
+        "sentiment-analyzer", text="Lovely rooms. However, the breakfast was disappointing."
+    )
+    assert result["label"] == "negative" and result["compound"] == however["compound"]
+    assert "clauses" not in result["sentences"][1]
+
+
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        ("Opening an account was a piece of cake.", "positive"),
+        ("The course is a total rip-off.", "negative"),
+        # A negation applies to an idiom as to the word it means.
+        ("The sequel did not blow me away.", "negative"),
+    ],
+)
+def test_idioms_read_as_the_word_they_mean(run, text, label):
+    assert run("sentiment-analyzer", text=text)["label"] == label
+
+
 def test_regular_inflections_carry_their_words_score(run):
     # VADER's lexicon has "crash" but not "crashes".
     assert run("sentiment-analyzer", text="The app crashes.")["label"] == "negative"
