@@ -30,7 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 RESULTS_FILE = ROOT / "bench" / "results" / "quality.json"
 # In the order the table shows them.
-FAMILIES = ("sentiment", "summary", "keyphrases", "language", "spelling", "ocr", "speech", "model")
+FAMILIES = (
+    "sentiment", "summary", "keyphrases", "language", "spelling", "ocr", "speech", "model", "facts",
+)  # fmt: skip
 
 
 def _cell(value: float | None, unit: str) -> str:

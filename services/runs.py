@@ -22,6 +22,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from catalogue import Tool, load_catalogue
 from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, models_noted, run_tool
+from engines.models import local_llm
 from extensions import db
 from models import TERMINAL_STATES, Account, ApiKey, Run, WorkflowRun
 from models.base import new_uuid
@@ -528,6 +529,30 @@ def credits_for(tool: Tool, output: dict) -> int:
     """The credits of a successful run: the tool's price, once per unit its engine counts
     in the output (one for most tools; per image or per chapter for some)."""
     return tool.credits * get_engine(tool.engine).billed_units(output)
+
+
+# What a result written by the embedded model says of itself wherever it is shown (the API's
+# ``quality_note``, the site's pages with a run's output): a small model's answer, not a
+# provider's.
+EMBEDDED_MODEL_NOTE = (
+    "Written by the small model built into this service ({model}), not by an AI provider. "
+    "It was checked for loops, broken formats and, where a tool must keep your text's "
+    "facts, names and numbers your input does not hold, but it can still be wrong: check it "
+    "before you rely on it. With a provider configured, answers are much better."
+)
+
+
+def quality_note(model: str | None) -> str | None:
+    """The note a run's result carries when the embedded model wrote (some of) it, from the
+    run's ``model`` (the names of the models that answered, comma-separated); None when only
+    providers' models answered, or the tool runs no model. Without it, nobody could tell a
+    small model's answer from a provider's: both runs succeed alike."""
+    if not model:
+        return None
+    embedded = local_llm.model_name()
+    if embedded not in (name.strip() for name in model.split(",")):
+        return None
+    return EMBEDDED_MODEL_NOTE.format(model=embedded)
 
 
 def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:

@@ -137,6 +137,8 @@ def result_example(tool: Tool) -> dict:
         "credits": credits_for(tool, tool.sample_output()),
         "duration_ms": 8421,
         "sandbox": False,
+        "model": None,
+        "quality_note": None,
     }
 
 

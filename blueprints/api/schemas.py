@@ -54,6 +54,25 @@ class RunResultSchema(ma.Schema):
     credits = ma.fields.Integer(required=True)
     duration_ms = ma.fields.Integer(required=True, allow_none=True)
     sandbox = ma.fields.Boolean(required=True)
+    model = ma.fields.String(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "The model that wrote the output (comma-separated when several "
+            "did): the provider's model, or the embedded model's name when no provider "
+            "answered; null for a tool that runs no model."
+        },
+    )
+    quality_note = ma.fields.String(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "A plain-language warning to show beside the output when the "
+            "small model built into the service wrote it instead of an AI provider (its "
+            "answers are checked, but weaker and can be wrong). Null when a provider's "
+            "model wrote the output, or the tool runs no model."
+        },
+    )
 
 
 class RunErrorSchema(ma.Schema):
@@ -73,15 +92,6 @@ class RunRecordSchema(RunResultSchema):
     """A tool run, finished or not."""
 
     error = ma.fields.Nested(RunErrorSchema, required=True, allow_none=True)
-    model = ma.fields.String(
-        required=True,
-        allow_none=True,
-        metadata={
-            "description": "The model that wrote the output (comma-separated when several "
-            "did): the provider's model, or the embedded model's name when no provider "
-            "answered; null for a tool that runs no model."
-        },
-    )
     created_at = ma.fields.DateTime(required=True)
     started_at = ma.fields.DateTime(required=True, allow_none=True)
     finished_at = ma.fields.DateTime(required=True, allow_none=True)

@@ -155,6 +155,7 @@ def run(public_id: str):
         run=result.run,
         output=blocks(tool, output, _file_url),
         raw=raw_json(output),
+        quality_note=runs.quality_note(result.run.model),
     )
 
 
@@ -211,6 +212,7 @@ def _run_context(found: embeds.Live, run: Run) -> dict:
         "given_back": "It did not count against this tool's limits.",
         "output": output,
         "raw": raw_json(run.output) if run.output is not None else None,
+        "quality_note": runs.quality_note(run.model),
         "finished": run.status in TERMINAL_STATES,
         # A fresh token with each answer: a widget polling a long run keeps seeing it.
         "status_url": _run_url(found, run.id, "embed.run_status"),

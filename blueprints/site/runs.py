@@ -38,6 +38,7 @@ def _context(run: Run) -> dict:
         "tool": tool,
         "output": output,
         "raw": raw_json(run.output) if run.output is not None else None,
+        "quality_note": runs.quality_note(run.model),
         "finished": run.status in TERMINAL_STATES,
     }
 

@@ -139,6 +139,8 @@ def _page_context(tool: Tool, fields: list[FormField], values: dict, errors: dic
         "runs_on": runs_on(tool),
         "reason": tool.unavailable_reason,
         "best_with_provider": tool.best_with_provider,
+        # Its embedded-model answers are refused when they name facts the input lacks.
+        "keeps_facts": "facts" in tool.params.get("checks", {}),
     }
 
 
@@ -292,6 +294,7 @@ def run_tool(slug: str):
         run=result.run,
         output=blocks(tool, result.run.output or {}, _file_url(result.run.id)),
         raw=raw_json(result.run.output or {}),
+        quality_note=runs.quality_note(result.run.model),
     )
 
 

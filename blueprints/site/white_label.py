@@ -54,6 +54,7 @@ def shared_run(share_id: str):
         input_rows=_input_rows(run.input),
         output=output,
         raw=raw_json(run.output) if run.output is not None else None,
+        quality_note=runs.quality_note(run.model),
         brand=white_label.brand_for(run.account_id),
     )
     response = make_response(page)

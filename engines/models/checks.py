@@ -30,7 +30,19 @@ back instead of transforming it; it counts more mentions than the input has line
       for Python code given (the input parses and defines functions or classes): each
       string at the paths holds Python code that parses, defines a test (``test_*`` or a
       ``Test*`` class) and calls one of the given functions or classes without defining its
-      own of the same name (a small model "tests" a stand-in it wrote).
+      own of the same name (a small model "tests" a stand-in it wrote);
+  ``facts``
+      each string at the paths names no fact that none of the run's inputs holds
+      (``invented_facts``): a number (digits or number words: "two" and "2" are the same
+      fact), or a name: a place, person, organisation, day or month, which English
+      capitalizes where a common word would not be (mid-sentence), and an acronym. A small
+      model asked to rewrite "a bakery in Leeds ships nationwide" wrote "a bakery in London
+      ... throughout Europe": fluent, and false. What it cannot see: a name at the start of a
+      sentence (capitalized anyway), a name written in lower case, a fact without a number or
+      a name ("it won an award"), and the names in a text written in title case, whose every
+      word is capitalized (its numbers are still checked). Letters capitalize some common
+      words by convention ("Dear Customer", "Kind Regards"): those are no names, nor is a
+      placeholder in square brackets ("[Your Name]").
 
 ``problems`` answers what an output fails, as short phrases ("themes/0/count is 8, more than
 the 5 lines of responses"), which are logged; ``check_declared`` finds checks that name no
@@ -82,6 +94,7 @@ KINDS = {
     "quotes": "string",
     "links": "string",
     "tests": "string",
+    "facts": "string",
 }
 # ``links``: a web address, up to the space, quote or bracket that ends it.
 _LINK_RE = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]{}\"'`]+", re.IGNORECASE)
@@ -218,6 +231,7 @@ def problems(
             continue
         field = check["input"]
         source = words(given) if kind == "quotes" else []
+        held = _held_facts(inputs) if kind == "facts" else None
         limit = len(_lines(given))
         for path in check["output"]:
             for pointer, value in values_at(output, path):
@@ -239,6 +253,8 @@ def problems(
                     found.append(f"{pointer} links to {made_up[0]}, which {field} does not hold")
                 elif kind == "tests" and (fault := _tests_fault(value, given)):
                     found.append(f"{pointer} {fault} of {field}")
+                elif kind == "facts" and (invented := invented_facts(value, held)):
+                    found.append(f"{pointer} names {invented[0]!r}, which no input holds")
     return found
 
 
@@ -248,6 +264,166 @@ def _new_links(answer: str, given: str) -> list[str]:
     held = {link.rstrip(".,;:!?").lower() for link in _LINK_RE.findall(given)}
     found = (link.rstrip(".,;:!?") for link in _LINK_RE.findall(answer))
     return [link for link in found if link.lower() not in held]
+
+
+# --- facts: numbers and names ----------------------------------------------------------
+
+_UNITS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen",
+)  # fmt: skip
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS)} | {
+    word: 20 + 10 * index for index, word in enumerate(_TENS)
+}
+_SCALES = {"hundred": 100, "thousand": 1_000, "million": 10**6, "billion": 10**9}
+# Ordinal words, read in the inputs only ("the fifth day" holds 5, which "the 5th" states):
+# in an answer "first" and "second" are too often no count ("at first", "a second look").
+_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
+    "fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
+    "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
+}  # fmt: skip
+# "One" alone is a pronoun far more often than a count ("one of our bakers", "the new one"):
+# it is read as a number only as part of a larger one ("one hundred").
+# Digits (with thousands separators and decimals, an ordinal's ending allowed), or a word.
+# A time of day ("4:30"): one fact, its hour alone when on the hour ("4:00" is "4am").
+_TIME_RE = re.compile(r"(?<![\w.:])(\d{1,2}):(\d{2})(?![\d:])")
+# Digits (thousands separators and decimals allowed), a unit or an ordinal's ending after
+# them ("4am", "10kg", "2nd") being no part of the number.
+_NUMBER_RE = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?")
+_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+# A list item's number at the start of a line ("1. ", "2) "): layout, not a fact.
+_LIST_NUMBER_RE = re.compile(r"^[ \t]*\d+[.)][ \t]", re.MULTILINE)
+_PLACEHOLDER_RE = re.compile(r"\[[^\]\n]*\]")
+# What ends a sentence or a line (the next word is capitalized anyway), and what may stand
+# between it and that word (spaces, an opening quote or bracket, a bullet).
+_SENTENCE_ENDS = ".!?:;…\n*"  # "*": the end of a bold label ("**Next step** Call them")
+_OPENINGS = " \t\"'“‘([#>•–—-"
+# Common words that letters, replies and signatures capitalize by convention: greetings,
+# sign-offs and the addressee's or sender's role ("Dear Customer", "Kind Regards, The Team").
+_LETTER_WORDS = frozenset({
+    "dear", "hi", "hello", "hey", "greetings", "regards", "best", "kind", "warm", "warmest",
+    "kindest", "sincerely", "faithfully", "truly", "yours", "thanks", "thank", "cheers",
+    "wishes", "customer", "customers", "guest", "guests", "team", "manager", "owner",
+    "support", "service", "sir", "madam", "mr", "mrs", "ms", "dr", "the", "our", "your",
+    "ps", "ok",
+})  # fmt: skip
+# The short names of days and months, as people write them ("sat", "Sept"): the same facts
+# as the full names.
+_CALENDAR = {
+    name[:3]: name
+    for name in (
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+        "january", "february", "march", "april", "june", "july", "august", "september",
+        "october", "november", "december",
+    )
+} | {"tues": "tuesday", "thurs": "thursday", "sept": "september"}  # fmt: skip
+# The pronoun and its contractions.
+_PRONOUN_I = frozenset({"i", "i'm", "i've", "i'll", "i'd", "i’m", "i’ve", "i’ll", "i’d"})
+# A text is in title case when this share of its longer words is capitalized.
+_TITLE_CASE_SHARE = 0.6
+
+
+def invented_facts(answer: str, held: tuple[set[str], set[str]]) -> list[str]:
+    """The numbers, then the names, of ``answer`` that ``held`` (``_held_facts`` of the
+    inputs) does not hold (see ``facts`` in the module docstring). A placeholder in square
+    brackets ("[number]%") states nothing."""
+    numbers, names = held
+    answer = _PLACEHOLDER_RE.sub(" ", answer)
+    invented = [text for text, value in _numbers(answer) if value not in numbers]
+    invented += [name for name in _names(answer) if _name_key(name) not in names]
+    return invented
+
+
+def _held_facts(inputs: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """Every number and every word (each a possible name) of the run's text inputs."""
+    numbers: set[str] = set()
+    names: set[str] = set()
+    for text in strings(dict(inputs)):
+        numbers.update(value for _, value in _numbers(text, given=True))
+        for token in _TOKEN_RE.findall(text):
+            names.add(_name_key(token))
+            names.update(_name_key(part) for part in re.split(r"[-–]", token) if part)
+    names.update(_CALENDAR[name] for name in names & _CALENDAR.keys())
+    return numbers, names
+
+
+def _name_key(name: str) -> str:
+    """A name as compared: lower case, without a possessive ending."""
+    key = name.lower().replace("’", "'")
+    return key[:-2] if key.endswith("'s") else key.rstrip("'")
+
+
+def _numbers(text: str, *, given: bool = False) -> Iterator[tuple[str, str]]:
+    """Each number of ``text`` as (how it is written, its value as a canonical string): digits,
+    times of day, and runs of number words ("twenty-five", "two hundred"). ``given``: ``text``
+    is an input, where "one" alone and ordinal words count as well."""
+    words = _NUMBER_WORDS | _ORDINALS if given else _NUMBER_WORDS
+    text = _LIST_NUMBER_RE.sub(" ", text)
+    for match in _TIME_RE.finditer(text):
+        hour, minutes = int(match[1]), match[2]
+        yield match[0], str(hour) if minutes == "00" else f"{hour}:{minutes}"
+    text = _TIME_RE.sub(" ", text)
+    for match in _NUMBER_RE.finditer(text):
+        whole = match[1].replace(",", "")
+        fraction = (match[2] or "").rstrip("0")
+        yield match[0], f"{int(whole)}.{fraction}" if fraction else str(int(whole))
+    run: list[str] = []
+    for token in [*_TOKEN_RE.findall(text.lower()), ""]:
+        parts = [part for part in token.split("-") if part]
+        if parts and all(part in words or part in _SCALES for part in parts):
+            run += parts
+            continue
+        if token == "and" and run:  # "two hundred and fifty"
+            continue
+        if run and (given or run != ["one"]):
+            yield " ".join(run), str(_value(run, words))
+        run = []
+
+
+def _value(run: list[str], words: Mapping[str, int]) -> int:
+    total = current = 0
+    for word in run:
+        if word in words:
+            current += words[word]
+        elif word == "hundred":
+            current = (current or 1) * 100
+        else:
+            total += (current or 1) * _SCALES[word]
+            current = 0
+    return total + current
+
+
+def _names(text: str) -> Iterator[str]:
+    """The words of ``text`` that English capitalizes as names: capitalized mid-sentence, or
+    an acronym; none in a text in title case but its acronyms."""
+    text = _PLACEHOLDER_RE.sub(" ", text)
+    matches = list(_TOKEN_RE.finditer(text))
+    longer = [match[0] for match in matches if len(match[0]) > 3]
+    title_case = bool(longer) and (
+        sum(word[0].isupper() for word in longer) >= _TITLE_CASE_SHARE * len(longer)
+    )
+    for match in matches:
+        for index, part in enumerate(re.split(r"[-–]", match[0])):
+            if not part or not part[0].isupper() or part.lower() in _PRONOUN_I:
+                continue
+            if _name_key(part) in _LETTER_WORDS:
+                continue
+            if len(part) > 1 and part.isupper():  # an acronym: a name wherever it stands
+                if not text.isupper():
+                    yield part
+                continue
+            if title_case or (index == 0 and _starts_sentence(text, match.start())):
+                continue
+            yield part
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip(_OPENINGS)
+    return not before or before[-1] in _SENTENCE_ENDS
 
 
 # A fenced code block of an answer: its body.

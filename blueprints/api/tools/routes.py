@@ -228,6 +228,8 @@ def run_result(run: Run) -> dict:
         "credits": run.credits,
         "duration_ms": run.duration_ms,
         "sandbox": run.sandbox,
+        "model": run.model,
+        "quality_note": runs.quality_note(run.model),
     }
 
 
@@ -236,7 +238,6 @@ def run_record(run: Run) -> dict:
     return {
         **run_result(run),
         "error": run.error,
-        "model": run.model,
         "created_at": clock.as_utc(run.created_at),
         "started_at": clock.as_utc(run.started_at),
         "finished_at": clock.as_utc(run.finished_at),

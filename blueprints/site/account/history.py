@@ -132,6 +132,7 @@ def _tool_context(run: Run) -> dict:
         "input_rows": _input_rows(run.input),
         "output": output,
         "raw": raw_json(run.output) if run.output is not None else None,
+        "quality_note": runs.quality_note(run.model),
         "again": again,
         "steps": None,
         "progress": None,

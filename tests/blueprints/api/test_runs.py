@@ -30,9 +30,12 @@ def test_run_returns_the_result_and_records_it(client, make_key, path, body):
         "credits",
         "duration_ms",
         "sandbox",
+        "model",
+        "quality_note",
     }
     assert result["tool"] == TOOL and result["status"] == "succeeded"
     assert result["sandbox"] is False
+    assert result["model"] is None and result["quality_note"] is None  # no model: no note
     assert result["output"]["words"] == 11
     run = db.session.get(Run, result["run_id"])
     assert run.status == "succeeded" and run.output == result["output"]

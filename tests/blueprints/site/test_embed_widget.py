@@ -14,6 +14,7 @@ from extensions import db
 from models import Embed, Run, UsageEvent
 from services import accounts, clock, embeds, keys
 from services.recorder import recorder
+from tests.blueprints.site.test_tool_pages import answered_by_the_embedded_model
 
 _emails = itertools.count(1)
 SITE_CSP = (
@@ -150,6 +151,13 @@ def test_a_run_answers_the_output_and_is_charged_as_the_widgets_key(client, agen
     assert recorded.web_address == embeds.visitor_hash("127.0.0.1")
     ledger = db.session.scalars(db.select(UsageEvent).where(UsageEvent.run_id == recorded.id)).all()
     assert [(e.api_key_id, e.credits) for e in ledger] == [(key.id, 1)]
+
+
+def test_a_result_the_embedded_model_wrote_says_so_in_the_widget(client, agency, monkeypatch):
+    note = answered_by_the_embedded_model(monkeypatch)
+    answer = run(client, new_embed(agency), "one two three four")
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert f'<p class="notice">{note}</p>' in answer.get_data(as_text=True)
 
 
 def test_bad_input_is_a_field_error_and_nothing_runs(client, agency):

@@ -7,13 +7,16 @@ import re
 
 import pytest
 from flask import g
+from markupsafe import escape
 from sqlalchemy import func, select
 
 from catalogue import load_catalogue
 from engines import EngineError
+from engines.base import note_model
+from engines.models import local_llm
 from extensions import db
 from models import Run, StoredFile
-from services import allowance
+from services import allowance, runs
 
 
 def png_bytes(width: int, height: int) -> bytes:
@@ -220,6 +223,46 @@ def test_a_failed_run_gives_its_free_run_back(app, monkeypatch):
     assert left(response) == 5
     failed = db.session.scalars(select(Run).where(Run.source == "web")).one()
     assert failed.status == "failed"
+
+
+def answered_by_the_embedded_model(monkeypatch) -> str:
+    """Runs answer as if the embedded model had written their output; its note, as a page
+    shows it."""
+    real = runs.run_tool
+
+    def embedded(tool, inputs):
+        note_model(local_llm.model_name())
+        return real(tool, inputs)
+
+    monkeypatch.setattr(runs, "run_tool", embedded)
+    return str(escape(runs.quality_note(local_llm.model_name())))
+
+
+def test_a_result_the_embedded_model_wrote_says_so_beside_it(app, monkeypatch):
+    client = visitor(app)
+    plain = client.post(
+        "/tools/word-counter/",
+        data={"csrf_token": token(client), "text": TEXT},
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+    assert "<h2>Result</h2>" in plain and "built into this service" not in plain
+    note = answered_by_the_embedded_model(monkeypatch)
+
+    fragment = client.post(
+        "/tools/word-counter/",
+        data={"csrf_token": token(client), "text": TEXT},
+        headers={"HX-Request": "true"},
+    ).get_data(as_text=True)
+
+    # Words, before the output: no icon, no colour alone.
+    assert re.search(rf'<div class="output">\s*<p class="notice">{re.escape(note)}</p>', fragment)
+    latest = db.session.scalars(
+        select(Run).where(Run.source == "web").order_by(Run.created_at.desc())
+    ).first()
+    assert latest.model == local_llm.model_name()
+    page = client.get(f"/runs/{latest.id}/")
+    assert f'<p class="notice">{note}</p>' in page.get_data(as_text=True)
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
 
 
 def test_a_tampered_cookie_runs_nothing(app):

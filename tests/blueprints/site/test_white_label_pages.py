@@ -10,10 +10,12 @@ import re
 
 import pytest
 from lxml import html as lxml_html
+from markupsafe import escape
 
+from engines.models import local_llm
 from extensions import db
 from models import Run, WhiteLabel
-from services import keys, white_label
+from services import keys, runs, white_label
 from tests.blueprints.site.test_account_auth import forget_request_state
 from tests.conftest import auth
 from tests.services.test_white_label import SVG, data_uri, png_bytes
@@ -223,6 +225,16 @@ def test_a_member_shares_a_run_and_a_stranger_sees_it_under_the_brand(app, clien
     forget_request_state()
     assert stranger.get(f"/r/{share_id}").status_code == 404
     assert share(client, run) != share_id
+
+
+def test_a_run_the_embedded_model_wrote_says_so_on_its_page_and_where_shared(app, client, sign_in):
+    signed = sign_in(plan="agency")
+    run = make_run(signed.account, model=f"gpt-4o-mini, {local_llm.model_name()}")
+    note = f'<p class="notice">{escape(runs.quality_note(run.model))}</p>'
+    assert note in get(client, f"/account/runs/{run.id}/").text
+    share_id = share(client, run)
+    forget_request_state()
+    assert note in app.test_client().get(f"/r/{share_id}").text
 
 
 def test_hide_powered_by_removes_the_line(app, client, sign_in):

@@ -156,6 +156,91 @@ def test_tests_must_parse_and_call_the_given_code_not_a_stand_in():
     assert checks.problems({"text": "anything"}, {"code": "function f() { return 1 }"}, check) == []
 
 
+BAKERY = (
+    "Our small bakery in Leeds now ships sourdough bread nationwide, baked the same morning and "
+    "delivered in two days."
+)
+FACTS = {"facts": {"input": "text", "output": ["text"]}}
+
+
+def test_facts_refuses_the_places_the_embedded_model_made_up():
+    """What users saw: the rewrite moved the bakery to London and its customers to Europe."""
+    invented = (
+        "The local bakery in London has successfully transported its products throughout "
+        "Europe. It is also working on climate initiatives with its partners."
+    )
+    assert checks.problems({"text": invented}, {"text": BAKERY}, FACTS) == [
+        "text names 'London', which no input holds"
+    ]
+    assert checks.invented_facts(invented, checks._held_facts({"text": BAKERY})) == [
+        "London",
+        "Europe",
+    ]
+
+
+def test_facts_accepts_a_faithful_rewrite_in_other_words_case_and_digits():
+    faithful = (
+        "Our little LEEDS bakery now sends its sourdough across the country: baked that very "
+        "morning, it reaches you within 2 days."
+    )
+    assert checks.problems({"text": faithful}, {"text": BAKERY}, FACTS) == []
+    # The other way round, and larger numbers: words and digits are the same fact.
+    given = {"text": "We raised 3,400 pounds at the fair, enough for twenty-five tablets."}
+    said = "The fair raised three thousand four hundred pounds, which buys 25 tablets."
+    assert checks.problems({"text": said}, given, FACTS) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "invented"),
+    [
+        ("The bakery opened in 1998 and ships in two days.", ["1998"]),  # a year
+        ("Orders placed on Monday arrive in two days.", ["Monday"]),  # a day
+        ("The bakery, run by Sarah Jones, ships in two days.", ["Sarah", "Jones"]),  # a person
+        ("Leeds bakery ships via DHL in two days.", ["DHL"]),  # an organisation (acronym)
+        ("Leeds bakery ships in two days to 40 cities.", ["40"]),
+        ("Leeds bakery ships in three days.", ["three"]),
+        ("It ships from Leeds at 9:30 each morning, in two days.", ["9:30"]),
+    ],
+)
+def test_facts_refuses_numbers_dates_and_names_the_input_does_not_hold(answer, invented):
+    assert checks.invented_facts(answer, checks._held_facts({"text": BAKERY})) == invented
+
+
+def test_facts_reads_every_input_and_lets_letters_be_letters():
+    """A reply may name what any input gives (the business, the reviewer); the greeting,
+    the sign-off, a placeholder, a list's numbering and a bold label are no facts."""
+    inputs = {
+        "review": "Tom at reception was great, but breakfast was late.",
+        "business": "The Harbour Inn",
+    }
+    reply = (
+        "Dear Guest,\n\nThank you for your kind words about Tom! I'm sorry breakfast was late.\n"
+        "1. We have spoken to the kitchen.\n2. **Next time** Ask for a tray.\n\n"
+        "Kind Regards,\nThe Team at The Harbour Inn\n[Your Name]"
+    )
+    check = {"facts": {"input": "review", "output": ["text"]}}
+    assert checks.problems({"text": reply}, inputs, check) == []
+    assert checks.problems({"text": reply + "\nSee you in Paris!"}, inputs, check) == [
+        "text names 'Paris', which no input holds"
+    ]
+
+
+def test_facts_in_a_title_case_headline_checks_only_numbers_and_acronyms():
+    check = {"facts": {"input": "text", "output": ["text"]}}
+    assert (
+        checks.problems(
+            {"text": "Leeds Bakery Ships Fresh Sourdough Nationwide"}, {"text": BAKERY}, check
+        )
+        == []
+    )
+    assert checks.problems(
+        {"text": "Leeds Bakery Ships Sourdough In 48 Hours"}, {"text": BAKERY}, check
+    ) == ["text names '48', which no input holds"]
+    # A day written short in the input is the same fact as its full name.
+    held = checks._held_facts({"text": "closed sat 2 to 4am"})
+    assert checks.invented_facts("Closed on Saturday from 2:00 to 4:00 a.m.", held) == []
+
+
 def test_a_path_that_leads_nowhere_checks_nothing():
     check = {"quotes": {"input": "text", "output": ["quotes/*/quote"]}}
     assert checks.problems({"quotes": "not a list"}, {"text": "words"}, check) == []

@@ -212,11 +212,20 @@ def test_the_yaml_document_generates_the_same_client(documents, generated, tmp_p
 def test_run_answers_and_problems_are_models(svc):
     from svc_client.models import Problem, RunRecord, RunResult
 
-    result = {"run_id", "tool", "status", "output", "credits_", "duration_ms", "sandbox"}
+    result = {
+        "run_id",
+        "tool",
+        "status",
+        "output",
+        "credits_",
+        "duration_ms",
+        "sandbox",
+        "model",
+        "quality_note",
+    }
     assert set(attrs.fields_dict(RunResult)) == result
     assert set(attrs.fields_dict(RunRecord)) == result | {
         "error",
-        "model",
         "created_at",
         "started_at",
         "finished_at",

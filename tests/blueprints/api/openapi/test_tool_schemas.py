@@ -62,6 +62,8 @@ def run_answer(slug: str, output) -> dict:
         "credits": 1,
         "duration_ms": 12,
         "sandbox": False,
+        "model": None,
+        "quality_note": None,
     }
 
 
