@@ -340,6 +340,53 @@ def test_an_unfit_embedded_answer_is_refused_with_503_and_gives_the_quota_back(
     assert who["usage"]["calls_today"] == 0  # the failed run gave its quota back
 
 
+BAKERY = (
+    "Our small bakery in Leeds now ships sourdough bread nationwide, baked the same morning and "
+    "delivered in two days."
+)
+
+
+@pytest.mark.parametrize(
+    ("second", "status"),
+    [
+        # Asked again, it keeps the facts: that answer is the run's.
+        (
+            "Our little Leeds bakery now sends sourdough across the country, with you in 2 days.",
+            200,
+        ),
+        # It invents again: refused, as the other checks refuse.
+        ("A London bakery now ships its bread all over Europe in two days.", 503),
+    ],
+)
+def test_a_rewrite_that_invents_places_is_asked_for_again_then_refused(
+    local_app, monkeypatch, second, status
+):
+    """What users saw on make run: text-rewriter moved the bakery to London and said
+    succeeded."""
+    embedded = local_llm.model_name()
+    answers = iter(
+        ["The local bakery in London has transported its products throughout Europe.", second]
+    )
+
+    def answering(messages, **options):
+        base.note_model(embedded)
+        return providers.Completion(next(answers), embedded, "stop", embedded=True)
+
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(local_llm, "complete", answering)
+    response = local_app.test_client().post(
+        DISPATCH,
+        headers={**auth(pro_key(local_app)), "Prefer": "wait=30"},
+        json={"slug": "text-rewriter", "text": BAKERY, "tone": "formal"},
+    )
+    assert response.status_code == status, response.get_json()
+    if status == 200:
+        assert response.get_json()["output"]["text"] == second
+        assert response.get_json()["quality_note"] == runs.quality_note(embedded)
+    else:
+        assert response.get_json()["code"] == "embedded_model_unfit"
+
+
 def test_an_embedded_answer_says_so_in_the_answer_and_in_the_run_record(local_app, monkeypatch):
     embedded = local_llm.model_name()
 
