@@ -535,10 +535,9 @@ def credits_for(tool: Tool, output: dict) -> int:
 # ``quality_note``, the site's pages with a run's output): a small model's answer, not a
 # provider's.
 EMBEDDED_MODEL_NOTE = (
-    "Written by the small model built into this service ({model}), not by an AI provider. "
-    "It was checked for loops, broken formats and, where a tool must keep your text's "
-    "facts, names and numbers your input does not hold, but it can still be wrong: check it "
-    "before you rely on it. With a provider configured, answers are much better."
+    "Written by the small model built into this service ({model}), not by an AI provider: "
+    "it was checked, but it can still be wrong, so check it before you rely on it. A "
+    "configured provider writes much better answers."
 )
 
 
