@@ -230,7 +230,7 @@ def register_logging(app: Flask) -> None:
 
 
 def register_extensions(app: Flask) -> None:
-    from services import allowance, idempotency, queue, quota, recorder, storage
+    from services import allowance, idempotency, queue, quota, recorder, run_events, storage
     from services.ratelimit import storage_uri
 
     app.config.setdefault("RATELIMIT_STORAGE_URI", storage_uri(app.config.get("REDIS_URL")))
@@ -248,6 +248,7 @@ def register_extensions(app: Flask) -> None:
     quota.init_app(app)
     recorder.init_app(app)
     queue.init_app(app)
+    run_events.init_app(app)
     idempotency.init_app(app)
     storage.init_app(app)  # refuses to start with incomplete bucket settings
     allowance.init_app(app)

@@ -10,6 +10,7 @@ from models import Run
 from services import runs, sweeper
 from services.events import run_event
 from services.queue import dispatcher
+from services.run_events import END, run_events
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,10 @@ def sweep_stale_runs() -> int:
 
 
 def _ended(run: Run) -> None:
-    """Wake the caller still waiting, or announce the end to one who stopped waiting (the
-    statement that ended the run said which: ``run.announce_end``)."""
+    """Wake the caller still waiting, end the run's events for those who follow them, and
+    announce the end to one who stopped waiting (the statement that ended the run said
+    which: ``run.announce_end``)."""
     dispatcher().finished(run.id)
+    run_events().append(run.id, END)
     if run.announce_end:
         emit(run.api_key_id, run_event(run), f"evt_{run.id}")

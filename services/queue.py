@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from queue import PriorityQueue
@@ -217,20 +217,18 @@ class Waiters:
     gevent) reads the channel and sets the events of the runs that ended.
     """
 
-    def __init__(self, client: redis.Redis):
+    def __init__(self, client: redis.Redis, channel: str | None = None):
         self.client = client
-        self.channel = done_channel(client)
+        self.channel = channel or done_channel(client)
         self._lock = threading.Lock()
-        # A run's id -> (its event, how many callers wait on it).
-        self._events: dict[str, tuple[threading.Event, int]] = {}
+        # A run's id -> the events of the callers waiting on it.
+        self._events: dict[str, set[threading.Event]] = {}
         self._listening: tuple[int, threading.Event] | None = None  # (pid, subscribed)
 
     def wait(self, run_id: str, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
-        event = self._register(run_id)
         try:
-            with parking.parked():
-                self._listen()
+            with self.watching(run_id) as event:
                 while True:
                     if self.client.exists(_done_key(run_id)):
                         return True
@@ -241,8 +239,18 @@ class Waiters:
         except redis.RedisError as error:
             log.warning("stopped waiting for run %s: %s", run_id, error)
             return False
+
+    @contextlib.contextmanager
+    def watching(self, run_id: str) -> Iterator[threading.Event]:
+        """An event of the caller's own, set each time ``run_id`` is published on the
+        channel, while the caller is parked (it holds no place of the web worker's)."""
+        event = self._register(run_id)
+        try:
+            with parking.parked():
+                self._listen()
+                yield event
         finally:
-            self._unregister(run_id)
+            self._unregister(run_id, event)
 
     def waiting(self) -> int:
         """How many runs have callers waiting here."""
@@ -250,16 +258,17 @@ class Waiters:
             return len(self._events)
 
     def _register(self, run_id: str) -> threading.Event:
+        event = threading.Event()
         with self._lock:
-            event, count = self._events.get(run_id) or (threading.Event(), 0)
-            self._events[run_id] = (event, count + 1)
+            self._events.setdefault(run_id, set()).add(event)
         return event
 
-    def _unregister(self, run_id: str) -> None:
+    def _unregister(self, run_id: str, event: threading.Event) -> None:
         with self._lock:
-            event, count = self._events.pop(run_id)
-            if count > 1:
-                self._events[run_id] = (event, count - 1)
+            events = self._events[run_id]
+            events.discard(event)
+            if not events:
+                del self._events[run_id]
 
     def _listen(self) -> None:
         """Start this process's listener if it has none (a forked process starts its own),
@@ -310,9 +319,9 @@ class Waiters:
 
     def _wake(self, run_id: str) -> None:
         with self._lock:
-            waiting = self._events.get(run_id)
-        if waiting is not None:
-            waiting[0].set()
+            waiting = list(self._events.get(run_id, ()))
+        for woken in waiting:
+            woken.set()
 
 
 class RQDispatcher:

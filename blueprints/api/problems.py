@@ -52,8 +52,9 @@ def problem_type_uri(code: str, base_url: str) -> str:
     return base_url.rstrip("/") + PROBLEM_DOCS_PATH + code.replace("_", "-")
 
 
-def problem_response(problem: Problem):
-    body = {
+def problem_body(problem: Problem) -> dict:
+    """The problem document of ``problem`` (also the data of a run's ``error`` event)."""
+    return {
         "type": problem_type_uri(problem.code, urls.base_url()),
         "title": problem.title,
         "status": problem.status,
@@ -62,7 +63,10 @@ def problem_response(problem: Problem):
         "request_id": g.get("request_id", ""),
         **problem.extensions,
     }
-    response = jsonify(body)
+
+
+def problem_response(problem: Problem):
+    response = jsonify(problem_body(problem))
     response.status_code = problem.status
     response.mimetype = PROBLEM_JSON
     for name, value in problem.headers.items():

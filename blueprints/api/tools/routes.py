@@ -29,8 +29,9 @@ from blueprints.api.pipeline import (
     too_large,
     validation_failed,
 )
-from blueprints.api.problems import Problem
+from blueprints.api.problems import Problem, problem_body
 from blueprints.api.schemas import RunRecordSchema, RunResultSchema
+from blueprints.api.tools.events import LAST_EVENT_ID, RUN_EVENTS_RESPONSE, event_stream
 from blueprints.api.tools.schemas import (
     SEARCH_LIMIT,
     ToolListSchema,
@@ -396,6 +397,29 @@ class RunStatus(MethodView):
         """A tool run's status, and its output or error once it has ended."""
         authenticate()
         return run_record(own_run(run_id))
+
+
+@blp.route("/tools/run/<uuid:run_id>/events")
+class RunEvents(MethodView):
+    @blp.doc(
+        operationId="streamRunEvents",
+        security=API_KEY_SECURITY,
+        parameters=[LAST_EVENT_ID],
+        responses={"200": RUN_EVENTS_RESPONSE, **problem_responses(401, 404, 429)},
+    )
+    def get(self, run_id):
+        """A tool run's events as server-sent events: the text its model writes (`delta`),
+        then `done` (its status record) or `error` (its problem document)."""
+        authenticate()
+        return event_stream(own_run(run_id), request.headers.get("Last-Event-ID"), run_ending)
+
+
+def run_ending(run: Run) -> tuple[str, dict]:
+    """The last event of a run's stream: ``error`` with the problem document its failure
+    answers, or ``done`` with its status record."""
+    if run.status == "failed":
+        return "error", problem_body(_run_problem(run.id, run.error))
+    return "done", RunRecordSchema().dump(run_record(run))
 
 
 @blp.route("/tools/run/<uuid:run_id>/cancel")

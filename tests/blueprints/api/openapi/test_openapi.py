@@ -56,6 +56,7 @@ OPERATION_IDS = {
     ("post", "/v1/public/tools/{slug}/run"): "runToolBySlug",
     ("post", "/v1/tools/run"): "runTool",
     ("get", "/v1/tools/run/{run_id}/status"): "getRunStatus",
+    ("get", "/v1/tools/run/{run_id}/events"): "streamRunEvents",
     ("post", "/v1/tools/run/{run_id}/cancel"): "cancelRun",
     ("get", "/v1/tools"): "listTools",
     ("get", "/v1/tools/{slug}"): "getTool",

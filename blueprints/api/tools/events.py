@@ -1,0 +1,124 @@
+"""``GET /v1/tools/run/{run_id}/events``: a run's events as server-sent events.
+
+Each event has an ``id:`` (its place in the run's stream, ``services.run_events``):
+
+- ``delta``, ``{"text": "..."}``: a piece of the text its model writes, in order;
+- then one of ``done`` (exactly what ``GET /v1/tools/run/{run_id}/status`` answers for the
+  ended run, canceled ones included) or ``error`` (the problem document the run's failure
+  answers), and the stream ends.
+
+From the run's start, or after the event whose id the client sends as ``Last-Event-ID`` (a
+client that lost its connection picks up where it was). An ended run replays its events,
+then ``done`` or ``error``; a run that writes no text (a tool without a model) sends only
+that. A comment line at least every ``KEEP_ALIVE_SECONDS`` keeps proxies from cutting an
+idle stream. The run's end is read from SQL, the run's record being the source of truth; the
+stream holds the text.
+
+Following a run holds no database connection while it waits (the session is closed before
+each wait) and no place of the web worker's (the follower is parked, as a caller waiting
+with ``Prefer: wait``). A client that goes away does not cancel the run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+
+from flask import Response, stream_with_context
+
+from extensions import db
+from models import TERMINAL_STATES, Run
+from services.run_events import END, event_position, run_events
+
+# The OpenAPI description of the streamed answer and of its header.
+RUN_EVENTS_RESPONSE = {
+    "description": "The run's events as server-sent events (`text/event-stream`), each with "
+    'an `id:`: `delta` (`{"text": ...}`, a piece of the text the model writes), then '
+    "`done` (the status record, as `GET /v1/tools/run/{run_id}/status` answers it) or "
+    "`error` (the problem document of the run's failure), after which the stream ends. "
+    "Comment lines keep an idle stream alive.",
+    # One event, as OpenAPI 3.2 describes an event of text/event-stream (3.1 readers such as
+    # Schemathesis take ``schema`` as the schema of each event): its data is JSON text.
+    "content": {
+        "text/event-stream": {
+            "schema": {
+                "type": "object",
+                "required": ["id", "event", "data"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "event": {"type": "string", "enum": ["delta", "done", "error"]},
+                    "data": {"type": "string", "contentMediaType": "application/json"},
+                },
+            }
+        }
+    },
+}
+LAST_EVENT_ID = {
+    "in": "header",
+    "name": "Last-Event-ID",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "The id of the last event received: the stream goes on after it.",
+}
+KEEP_ALIVE_SECONDS = 10.0
+# How long one request follows a run that has not ended (the client reconnects after,
+# with the last id): longer than a run's own timeout.
+FOLLOW_SECONDS = 900.0
+
+
+# What ends a run's stream: ("done", its status record) or ("error", its problem document).
+Ending = Callable[[Run], tuple[str, dict]]
+
+
+def event_stream(run: Run, last_event_id: str | None, ending: Ending) -> Response:
+    """The streamed answer following ``run`` (the caller's own), ended by ``ending``."""
+    run_id = run.id
+    last = last_event_id if event_position(last_event_id) else None
+    db.session.close()  # nothing is held while the stream waits
+
+    def generate() -> Iterator[str]:
+        written = time.monotonic()
+        yield ": following run " + run_id + "\n\n"  # the headers and a first line, at once
+        for batch in run_events().follow(run_id, last, FOLLOW_SECONDS):
+            for event in batch:
+                if event.kind == END:
+                    yield _end(run_id, event.id, ending)
+                    return
+                yield _event(event.id, event.kind, event.data)
+                written = time.monotonic()
+            if batch:
+                continue
+            ended = _ended(run_id)
+            if ended is not None:
+                yield _end(run_id, "end", ending, ended)
+                return
+            if time.monotonic() - written >= KEEP_ALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                written = time.monotonic()
+
+    response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"  # nginx and kin: pass each event on at once
+    return response
+
+
+def _ended(run_id: str) -> Run | None:
+    """The run if it has ended (read afresh), else None; the session is closed after."""
+    try:
+        run = db.session.get(Run, run_id, populate_existing=True)
+        return run if run is not None and run.status in TERMINAL_STATES else None
+    finally:
+        db.session.close()
+
+
+def _end(run_id: str, event_id: str, ending: Ending, run: Run | None = None) -> str:
+    run = run or db.session.get(Run, run_id, populate_existing=True)
+    try:
+        return _event(event_id, *ending(run))
+    finally:
+        db.session.close()
+
+
+def _event(event_id: str, kind: str, data: dict) -> str:
+    return f"id: {event_id}\nevent: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"

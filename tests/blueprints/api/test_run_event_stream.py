@@ -1,0 +1,168 @@
+"""GET /v1/tools/run/{run_id}/events: a run's events as server-sent events (services/run_events.py,
+blueprints/api/tools/events.py), on Redis and in the embedded default's process."""
+
+import json
+import threading
+import time
+
+import jobs.runs
+from extensions import db
+from services.run_events import DELTA, END, run_events
+from tests.conftest import auth, needs_pg, needs_redis
+
+DISPATCH = "/v1/tools/run"
+
+
+def _events(response) -> list[tuple[str, str, dict]]:
+    """(id, event, data) of each event of an SSE body; comment lines left out."""
+    found = []
+    for block in response.get_data(as_text=True).split("\n\n"):
+        fields = dict(
+            line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":")
+        )
+        if fields:
+            found.append((fields["id"], fields["event"], json.loads(fields["data"])))
+    return found
+
+
+def _submit(client, raw, slug="word-counter", **inputs) -> str:
+    response = client.post(
+        DISPATCH,
+        headers={**auth(raw), "Prefer": "respond-async"},
+        json={"slug": slug, **(inputs or {"text": "one two three"})},
+    )
+    assert response.status_code == 202, response.get_json()
+    db.session.commit()
+    return response.get_json()["run_id"]
+
+
+def _stream(client, raw, run_id, last=None):
+    headers = auth(raw) | ({"Last-Event-ID": last} if last else {})
+    return client.get(f"/v1/tools/run/{run_id}/events", headers=headers)
+
+
+@needs_pg
+@needs_redis
+def test_an_ended_run_replays_its_text_then_done_with_its_status_record(app, client, make_key):
+    raw = make_key()
+    run_id = _submit(client, raw)
+    for piece in ("Hello", ", ", "world"):
+        run_events().append(run_id, DELTA, {"text": piece})
+    jobs.runs.run_tool_job(run_id)  # the job, here: it ends the run, and its events
+
+    response = _stream(client, raw, run_id)
+
+    assert response.status_code == 200
+    assert response.mimetype == "text/event-stream"
+    assert response.headers["Cache-Control"] == "no-cache"
+    events = _events(response)
+    assert [kind for _, kind, _ in events] == ["delta", "delta", "delta", "done"]
+    assert "".join(data["text"] for _, kind, data in events if kind == "delta") == "Hello, world"
+    status = client.get(f"/v1/tools/run/{run_id}/status", headers=auth(raw)).get_json()
+    assert events[-1][2] == status and status["status"] == "succeeded"
+    ids = [event_id for event_id, _, _ in events]
+    assert len(set(ids)) == 4 and ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+
+    # A client that saw the second piece picks up after it.
+    resumed = _events(_stream(client, raw, run_id, last=ids[1]))
+    assert [(i, kind) for i, kind, _ in resumed] == [(ids[2], "delta"), (ids[3], "done")]
+    # An id no stream gave is read as none: everything again.
+    assert len(_events(_stream(client, raw, run_id, last="9-x; event: done"))) == 4
+
+
+@needs_pg
+@needs_redis
+def test_a_follower_gets_the_text_as_it_is_written_then_the_end(app, client, make_key):
+    raw = make_key()
+    run_id = _submit(client, raw)
+    response = client.get(f"/v1/tools/run/{run_id}/events", headers=auth(raw), buffered=False)
+    chunks = iter(response.response)
+    assert next(chunks).startswith(b": following run")  # the headers went at once
+
+    def work():
+        with app.app_context():
+            run_events().append(run_id, DELTA, {"text": "first"})
+            time.sleep(0.3)
+            jobs.runs.run_tool_job(run_id)
+
+    writer = threading.Thread(target=work)
+    started = time.monotonic()
+    writer.start()
+    first = next(chunks).decode()
+    assert "event: delta" in first and '"first"' in first
+    assert time.monotonic() - started < 1.0  # woken, not found by a look every 2 s
+    rest = b"".join(chunks).decode()
+    writer.join(5)
+    assert "event: done" in rest and '"status":"succeeded"' in rest
+
+
+@needs_pg
+@needs_redis
+def test_a_failed_run_ends_with_an_error_event_holding_its_problem(app, client, make_key):
+    raw = make_key()
+    run_id = _submit(client, raw)
+    jobs.runs.fail_abandoned_run(run_id)
+
+    ((_, kind, problem),) = _events(_stream(client, raw, run_id))
+
+    assert kind == "error"
+    assert problem["status"] == 500 and problem["code"] == "internal_error"
+    assert problem["detail"] and problem["type"].endswith("/docs/problems/internal-error")
+
+
+@needs_pg
+@needs_redis
+def test_a_run_that_wrote_no_events_still_ends_from_its_record(app, client, make_key):
+    """An inline run, or one whose end event was lost: the stream looks at the run."""
+    raw = make_key()
+    inline = client.post(
+        DISPATCH, headers=auth(raw), json={"slug": "word-counter", "text": "a b"}
+    ).get_json()
+    events = _events(_stream(client, raw, inline["run_id"]))
+    assert [kind for _, kind, _ in events] == ["done"]
+    assert events[0][2]["output"] == inline["output"]
+
+    run_id = _submit(client, raw)
+    jobs.runs.run_tool_job(run_id)
+    db.session.commit()
+    app.extensions["redis"].delete(f"run-events:{run_id}")  # as if never written
+    assert [kind for _, kind, _ in _events(_stream(client, raw, run_id))] == ["done"]
+
+
+def test_another_accounts_run_or_none_is_a_404(app, client, make_key):
+    raw, other = make_key(), make_key()
+    response = client.post(
+        DISPATCH, headers=auth(other), json={"slug": "word-counter", "text": "a"}
+    )
+    run_id = response.get_json()["run_id"]
+    for unknown in (run_id, "01a226f0-35b2-7b84-add3-8fb69124e287"):
+        refused = _stream(client, raw, unknown)
+        assert refused.status_code == 404
+        assert refused.get_json()["code"] == "run_not_found"
+    assert _stream(client, "svc_" + "x" * 40, run_id).status_code == 401
+
+
+def test_the_embedded_default_keeps_the_events_in_its_process(embedded_app):
+    from services import accounts, keys
+
+    with embedded_app.app_context():
+        account = accounts.create_account("stream@example.com", "pro")
+        _, raw = keys.create_key(account, "k")
+        db.session.commit()
+        client = embedded_app.test_client()
+        response = client.post(
+            DISPATCH,
+            headers={**auth(raw), "Prefer": "respond-async"},
+            json={"slug": "word-counter", "text": "a b c"},
+        )
+        run_id = response.get_json()["run_id"]
+        run_events().append(run_id, DELTA, {"text": "x"})
+        deadline = time.monotonic() + 10
+        while client.get(f"/v1/tools/run/{run_id}/status", headers=auth(raw)).get_json()[
+            "status"
+        ] not in ("succeeded", "failed"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        events = _events(client.get(f"/v1/tools/run/{run_id}/events", headers=auth(raw)))
+        assert events[-1][1] == "done" and events[-1][2]["output"]["words"] == 3
+        assert END not in [kind for _, kind, _ in events]
