@@ -19,6 +19,7 @@ from tests.conftest import auth
 # of resource the owner makes for it.
 OWNED = {
     ("GET", "/v1/tools/run/<uuid:run_id>/status"): "tool_run",
+    ("GET", "/v1/tools/run/<uuid:run_id>/events"): "tool_run",
     ("POST", "/v1/tools/run/<uuid:run_id>/cancel"): "queued_run",
     ("GET", "/v1/audiobooks/<uuid:run_id>"): "audiobook",
     ("DELETE", "/v1/files/<string:file_id>"): "file",
