@@ -223,3 +223,25 @@ def note_model(name: str) -> None:
     names = getattr(_models, "names", None)
     if names is not None and name and name not in names:
         names.append(name)
+
+
+# Who reads the text a model writes for the run this thread works on, as it is written
+# (``text_written_to``): the run's followers.
+_text = threading.local()
+
+
+@contextlib.contextmanager
+def text_written_to(listener: Callable[[str], None]) -> Iterator[None]:
+    """Within ``with text_written_to(listener)``, a text tool's model that can say its answer
+    piece by piece (a provider's stream) gives each piece to ``listener`` as it comes."""
+    outer = getattr(_text, "listener", None)
+    _text.listener = listener
+    try:
+        yield
+    finally:
+        _text.listener = outer
+
+
+def text_listener() -> Callable[[str], None] | None:
+    """The listener of ``text_written_to`` in this thread, or None: nobody follows."""
+    return getattr(_text, "listener", None)

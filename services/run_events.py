@@ -160,6 +160,32 @@ class LocalRunEvents:
             del self._expires[run_id]
 
 
+class TextWriter:
+    """The text a run's model writes, appended to the run's events as ``delta`` events: the
+    first piece at once (a follower sees the answer start), then what came within
+    ``GATHER_SECONDS`` of the last append as one (a provider sends a piece per token: an
+    append each cost a round trip per token). ``flush`` appends what is left."""
+
+    GATHER_SECONDS = 0.1
+
+    def __init__(self, run_id: str, events: RedisRunEvents | LocalRunEvents):
+        self.run_id = run_id
+        self.events = events
+        self._pending: list[str] = []
+        self._sent = 0.0
+
+    def __call__(self, piece: str) -> None:
+        self._pending.append(piece)
+        if time.monotonic() - self._sent >= self.GATHER_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self.events.append(self.run_id, DELTA, {"text": "".join(self._pending)})
+            self._pending.clear()
+            self._sent = time.monotonic()
+
+
 def run_events() -> RedisRunEvents | LocalRunEvents:
     return current_app.extensions["run_events"]
 

@@ -11,6 +11,7 @@ The caller (view or job) commits once afterwards.
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,6 +23,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from catalogue import Tool, load_catalogue
 from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, models_noted, run_tool
+from engines.base import text_written_to
 from engines.models import local_llm
 from extensions import db
 from models import TERMINAL_STATES, Account, ApiKey, Run, WorkflowRun
@@ -32,6 +34,7 @@ from services.keys import KeyContext
 from services.queue import dispatcher
 from services.quota import Reservation
 from services.recorder import RunJournal, ledger_rows, recorder, run_rows, write_in_session
+from services.run_events import TextWriter, run_events
 
 log = logging.getLogger(__name__)
 
@@ -561,10 +564,15 @@ def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:
     loaded = tool_files.load_inputs(tool, inputs)
     account_id, run_id = run.account_id, run.id
     end_transaction()
-    with models_noted() as models:
+    # A queued run's followers read its text as the model writes it (an inline run is over
+    # before anyone could follow it).
+    written = None if isinstance(run, InlineRun) else TextWriter(run_id, run_events())
+    with models_noted() as models, text_written_to(written) if written else nullcontext():
         try:
             output = run_tool(tool, loaded)
         finally:
+            if written is not None:
+                written.flush()
             model = ", ".join(models) or None
             if isinstance(run, InlineRun):
                 run.model = model

@@ -126,16 +126,22 @@ def reply(
     max_tokens: int,
     response_format: Mapping[str, Any] | None = None,
     embedded_format: Mapping[str, Any] | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> providers.Completion:
     """A chat completion from the first link that answers (messages with images: provider
     only), with the model that wrote it and why it ended. ``embedded_format``, when given,
     is the embedded model's ``response_format`` instead (a list held to a JSON schema there,
-    where a provider writes plain lines)."""
+    where a provider writes plain lines). ``on_text``: a provider's answer of free text (no
+    ``response_format``) is streamed, each piece given to it as it comes."""
     capability = VISION if _has_images(messages) else TEXT
     options = {"temperature": temperature, "max_tokens": max_tokens}
     embedded = embedded_format if embedded_format is not None else response_format
     links: list[Link[providers.Completion]] = []
-    if providers.configured():
+    if providers.configured() and on_text is not None and response_format is None:
+        links.append(
+            (_provider_name(), lambda: providers.streamed(messages, **options, on_text=on_text))
+        )
+    elif providers.configured():
         links.append(
             (
                 _provider_name(),

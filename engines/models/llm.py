@@ -33,7 +33,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from engines.base import Engine, ModelUnfit, ProviderUnavailable, ToolSpec
+from engines.base import Engine, ModelUnfit, ProviderUnavailable, ToolSpec, text_listener
 from engines.models import chain, checks
 from engines.models.providers import Completion
 
@@ -326,6 +326,10 @@ def converse(
     # The embedded model is held to a list tool's schema too: a provider writes plain lines.
     held = _json_schema(output_schema) if format == "list" and output_schema else response_format
     options = {"max_tokens": max_tokens, "response_format": response_format}
+    # A run's followers read free text as it is written: a provider's, for now (the embedded
+    # model's answer is final only once it has passed the checks).
+    if format in ("text", "markdown") and (listener := text_listener()) is not None:
+        options["on_text"] = listener
     answer = chain.reply(messages, temperature=temperature, **options, embedded_format=held)
     try:
         return accept(answer, params, output_schema=output_schema, inputs=inputs)

@@ -248,6 +248,45 @@ class Provider:
             reason if isinstance(reason, str) else None,
         )
 
+    def streamed(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        on_text: Callable[[str], None],
+    ) -> Completion:
+        """``complete``'s answer, asked for with ``"stream": true``: each piece of its text
+        is given to ``on_text`` as the provider writes it. Retried as every call until the
+        first piece has come; an answer that breaks off after it fails (its text was
+        shown)."""
+        body = {
+            "model": self.models["chat"],
+            "messages": list(messages),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stream": True,
+        }
+        pieces: list[str] = []
+
+        def read(response: requests.Response, content_type: str) -> Answer:
+            try:
+                for piece in _pieces(response, content_type):
+                    pieces.append(piece)
+                    on_text(piece)
+            except requests.RequestException as error:
+                if not pieces:
+                    raise  # another attempt may answer
+                raise ProviderUnavailable(
+                    f"The model provider's answer broke off ({type(error).__name__})."
+                ) from None
+            return Answer(content_type, "".join(pieces).encode())
+
+        answer = self._post("chat", "/chat/completions", json_body=body, read=read)
+        model = self.models["chat"]
+        note_model(model)
+        return Completion(answer.body.decode(), model, "stop")
+
     def chat_stream(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -307,31 +346,7 @@ class Provider:
             breaker.succeeded()
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
             try:
-                if content_type == "application/json":
-                    data = json.loads(read_limited(response, MAX_RESPONSE_BYTES, "answer"))
-                    message = (data.get("choices") or [{}])[0].get("message") or {}
-                    if isinstance(message.get("content"), str):
-                        yield message["content"]
-                    return
-                received = 0
-                for line in response.iter_lines():
-                    received += len(line)
-                    if received > MAX_RESPONSE_BYTES:
-                        raise ProviderUnavailable("The model provider's answer is too long.")
-                    if not line.startswith(b"data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == b"[DONE]":
-                        return
-                    chunk = json.loads(data)
-                    choices = chunk.get("choices") if isinstance(chunk, dict) else None
-                    delta = (choices[0] if choices else {}).get("delta") or {}
-                    if isinstance(delta.get("content"), str) and delta["content"]:
-                        yield delta["content"]
-            except (ValueError, AttributeError, TypeError):
-                raise ProviderUnavailable(
-                    "The model provider's streamed chat answer could not be read."
-                ) from None
+                yield from _pieces(response, content_type)
             except requests.RequestException as error:
                 raise ProviderUnavailable(
                     f"The model provider's answer broke off ({type(error).__name__})."
@@ -470,8 +485,10 @@ class Provider:
         form: Mapping[str, str] | None = None,
         files: Mapping[str, Any] | None = None,
         limit: int = MAX_RESPONSE_BYTES,
+        read: Callable[[requests.Response, str], Answer] | None = None,
     ) -> Answer:
-        """POST with retries through the breaker; the answer of the first 2xx."""
+        """POST with retries through the breaker; the answer of the first 2xx (``read``
+        reads a 2xx response instead of reading its body whole: see ``streamed``)."""
         breaker = breaker_for(self.base_url)
         last = "no attempt was made"
         retry_after: float | None = None
@@ -484,7 +501,7 @@ class Provider:
                 )
             started = time.perf_counter()
             try:
-                answer = self._attempt(operation, path, json_body, form, files, limit)
+                answer = self._attempt(operation, path, json_body, form, files, limit, read)
             except Retryable as failure:
                 breaker.failed()
                 last, retry_after = failure.reason, failure.retry_after
@@ -532,6 +549,7 @@ class Provider:
         form: Mapping[str, str] | None,
         files: Mapping[str, Any] | None,
         limit: int,
+        read: Callable[[requests.Response, str], Answer] | None = None,
     ) -> Answer:
         auth = Bearer(self._api_key) if self._api_key else None
         try:
@@ -547,6 +565,8 @@ class Provider:
             ) as response:
                 status = response.status_code
                 content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
+                if read is not None and 200 <= status < 300:
+                    return read(response, content_type)
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 body = read_limited(response, limit, "answer")
         except requests.Timeout:
@@ -672,6 +692,52 @@ def complete(
     """``Provider.complete`` on the provider the app's settings name."""
     return Provider.from_settings().complete(
         messages, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+    )
+
+
+def _pieces(response: requests.Response, content_type: str) -> Iterator[str]:
+    """The text of a streamed chat answer as it arrives: its server-sent
+    ``chat.completion.chunk`` events' content, or the whole message of a provider that
+    answered JSON instead. Raises ProviderUnavailable for an answer it cannot read, and
+    requests' errors for a connection that broke off."""
+    try:
+        if content_type == "application/json":
+            data = json.loads(read_limited(response, MAX_RESPONSE_BYTES, "answer"))
+            message = (data.get("choices") or [{}])[0].get("message") or {}
+            if isinstance(message.get("content"), str):
+                yield message["content"]
+            return
+        received = 0
+        for line in response.iter_lines():
+            received += len(line)
+            if received > MAX_RESPONSE_BYTES:
+                raise ProviderUnavailable("The model provider's answer is too long.")
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                return
+            chunk = json.loads(data)
+            choices = chunk.get("choices") if isinstance(chunk, dict) else None
+            delta = (choices[0] if choices else {}).get("delta") or {}
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                yield delta["content"]
+    except (ValueError, AttributeError, TypeError):
+        raise ProviderUnavailable(
+            "The model provider's streamed chat answer could not be read."
+        ) from None
+
+
+def streamed(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    on_text: Callable[[str], None],
+) -> Completion:
+    """``Provider.streamed`` on the provider the app's settings name."""
+    return Provider.from_settings().streamed(
+        messages, temperature=temperature, max_tokens=max_tokens, on_text=on_text
     )
 
 

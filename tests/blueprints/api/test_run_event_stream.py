@@ -166,3 +166,29 @@ def test_the_embedded_default_keeps_the_events_in_its_process(embedded_app):
         events = _events(client.get(f"/v1/tools/run/{run_id}/events", headers=auth(raw)))
         assert events[-1][1] == "done" and events[-1][2]["output"]["words"] == 3
         assert END not in [kind for _, kind, _ in events]
+
+
+STORIES = "We met at school and he once sailed a bathtub across the lake."
+
+
+@needs_pg
+@needs_redis
+def test_a_providers_text_reaches_followers_as_it_is_written(provider_in_env, app, make_key):
+    """The fake provider streams its answer a word at a time; the deltas put together are
+    the run's output, and a JSON tool (no free text) sends none, only done."""
+    client = app.test_client()
+    raw = make_key()
+    run_id = _submit(client, raw, "toast-speech-writer", stories=STORIES)
+    jobs.runs.run_tool_job(run_id)
+
+    events = _events(_stream(client, raw, run_id))
+
+    kinds = [kind for _, kind, _ in events]
+    assert kinds[-1] == "done" and set(kinds[:-1]) == {"delta"}
+    text = "".join(data["text"] for _, kind, data in events if kind == "delta")
+    assert text == events[-1][2]["output"]["text"] and text.strip()
+    assert provider_in_env.calls("/v1/chat/completions")[-1].json["stream"] is True
+
+    run_id = _submit(client, raw, "search-intent-classifier", query="buy running shoes size 42")
+    jobs.runs.run_tool_job(run_id)
+    assert [kind for _, kind, _ in _events(_stream(client, raw, run_id))] == ["done"]

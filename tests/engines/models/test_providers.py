@@ -434,6 +434,28 @@ def test_prompts_and_keys_stay_out_of_the_logs(ai_app, fake, logs):
     assert "Say hello" not in logs.text and API_KEY not in logs.text
 
 
+# --- streamed completions (a queued run's followers) -----------------------------------------
+
+
+def test_streamed_gives_each_piece_as_it_comes_and_answers_the_whole(ai_app, fake, monkeypatch):
+    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    fake.reply("One two three.")
+    fake.fail_next(1, status=503)  # before the first piece: asked again, as every call is
+    pieces = []
+    answer = providers.streamed(HELLO, temperature=0.2, max_tokens=50, on_text=pieces.append)
+    assert pieces == ["One ", "two ", "three."]
+    assert (answer.text, answer.model) == ("One two three.", "chat-model")
+    calls = fake.calls("/v1/chat/completions")
+    assert len(calls) == 2 and all(call.json["stream"] is True for call in calls)
+
+
+def test_streamed_refusals_are_mapped_as_chat_maps_them(fake):
+    app = make_app(fake.base_url, AI_API_KEY="sk-wrong-key-123456")
+    with app.app_context(), pytest.raises(ProviderUnavailable) as refused:
+        providers.streamed(HELLO, temperature=0.2, max_tokens=50, on_text=print)
+    assert "AI_API_KEY" in str(refused.value) and "sk-wrong" not in str(refused.value)
+
+
 # --- streamed chat (the site assistant) ------------------------------------------------------
 
 
