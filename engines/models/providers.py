@@ -221,12 +221,7 @@ class Provider:
     ) -> Completion:
         """POST /chat/completions; the first choice's text ("" when it has none), the model
         the answer names (else the configured one) and its finish reason."""
-        body: dict[str, Any] = {
-            "model": self.models["chat"],
-            "messages": list(messages),
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-        }
+        body = self._chat_body(messages, temperature, max_tokens)
         if response_format is not None:
             body["response_format"] = dict(response_format)
         data = self._post("chat", "/chat/completions", json_body=body).json()
@@ -248,6 +243,21 @@ class Provider:
             reason if isinstance(reason, str) else None,
         )
 
+    def _chat_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        temperature: float,
+        max_tokens: int,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        return {
+            "model": self.models["chat"],
+            "messages": list(messages),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            **extra,
+        }
+
     def streamed(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -260,13 +270,7 @@ class Provider:
         is given to ``on_text`` as the provider writes it. Retried as every call until the
         first piece has come; an answer that breaks off after it fails (its text was
         shown)."""
-        body = {
-            "model": self.models["chat"],
-            "messages": list(messages),
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "stream": True,
-        }
+        body = self._chat_body(messages, temperature, max_tokens, stream=True)
         pieces: list[str] = []
 
         def read(response: requests.Response, content_type: str) -> Answer:
@@ -307,13 +311,7 @@ class Provider:
                 f"The model provider at {self.where} is failing; calls are paused for a while.",
                 retry_after=breaker.retry_after(),
             )
-        body = {
-            "model": self.models["chat"],
-            "messages": list(messages),
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "stream": True,
-        }
+        body = self._chat_body(messages, temperature, max_tokens, stream=True)
         auth = Bearer(self._api_key) if self._api_key else None
         try:
             response = session().post(
