@@ -706,15 +706,19 @@ def _pieces(response: requests.Response, content_type: str) -> Iterator[str]:
                 yield message["content"]
             return
         received = 0
+        done = False
+        # Read to the body's end, past "[DONE]": a connection left unread is closed rather
+        # than kept for the next call.
         for line in response.iter_lines():
             received += len(line)
             if received > MAX_RESPONSE_BYTES:
                 raise ProviderUnavailable("The model provider's answer is too long.")
-            if not line.startswith(b"data:"):
+            if done or not line.startswith(b"data:"):
                 continue
             data = line[5:].strip()
             if data == b"[DONE]":
-                return
+                done = True
+                continue
             chunk = json.loads(data)
             choices = chunk.get("choices") if isinstance(chunk, dict) else None
             delta = (choices[0] if choices else {}).get("delta") or {}
