@@ -75,11 +75,23 @@ def event_stream(run: Run, last_event_id: str | None, ending: Ending) -> Respons
     """The streamed answer following ``run`` (the caller's own), ended by ``ending``."""
     run_id = run.id
     last = last_event_id if event_position(last_event_id) else None
+    # A run that has ended (one answered inline may not be written yet: it is the
+    # recorder's) is answered as it is, not read again.
+    had_ended = run if run.status in TERMINAL_STATES else None
     db.session.close()  # nothing is held while the stream waits
 
     def generate() -> Iterator[str]:
         written = time.monotonic()
         yield ": following run " + run_id + "\n\n"  # the headers and a first line, at once
+        if had_ended is not None:
+            end_id = "end"
+            for event in run_events().after(run_id, last):
+                if event.kind == END:
+                    end_id = event.id
+                    break
+                yield _event(event.id, event.kind, event.data)
+            yield _event(end_id, *ending(had_ended))
+            return
         for batch in run_events().follow(run_id, last, FOLLOW_SECONDS):
             for event in batch:
                 if event.kind == END:

@@ -115,7 +115,10 @@ def _typed_form(tool: Tool, form: dict) -> dict:
 def run_by_slug(slug: str, body: dict, uploads: dict[str, FileStorage]):
     tool = find_tool(slug)
     require_plan(tool.required_plan)
-    return run_tool_request(tool, tool_inputs(tool, body, uploads))
+    stream = body.pop("stream", False)
+    if not isinstance(stream, bool):
+        raise validation_failed({"stream": ["Must be a boolean."]})
+    return run_tool_request(tool, tool_inputs(tool, body, uploads), stream=stream)
 
 
 def run_dispatched(body: dict, uploads: dict[str, FileStorage]):
@@ -127,25 +130,31 @@ def run_dispatched(body: dict, uploads: dict[str, FileStorage]):
     return run_by_slug(slug, body, uploads)
 
 
-def run_tool_request(tool: Tool, inputs: dict):
+def run_tool_request(tool: Tool, inputs: dict, *, stream: bool = False):
     """Run ``tool`` for the authenticated key: inline, or queued and waited for (Prefer).
     A sandbox key's run is its tool's sample, answered inline whatever the tool (there is
-    no work to queue)."""
+    no work to queue). ``stream``: the answer is the run's events (``events.event_stream``)
+    once it is admitted; refusals before that stay problem documents."""
     prefer = parse_prefer()
     sandbox = current_key().sandbox
     try:
         if sandbox or (not tool.queue and not prefer.respond_async):
-            return _inline(tool, inputs)
-        # respond-async: nobody waits, so the run's end is announced by an event.
-        result = runs.submit(
-            current_key(), tool, inputs, notify=prefer.respond_async, admit=admit_run
-        )
+            body = _inline(tool, inputs)
+            if stream:  # it has ended: its stream is its end
+                return event_stream(own_run(body["run_id"]), None, run_ending)
+            return body
+        # respond-async: nobody waits, so the run's end is announced by an event. A stream
+        # gives the end to its reader.
+        notify = prefer.respond_async and not stream
+        result = runs.submit(current_key(), tool, inputs, notify=notify, admit=admit_run)
     except QuotaExceeded as refused:
         raise _quota_problem(refused.reservation) from None
     _note_usage(result.reservation)
     run_id = result.run.id
     runs.commit_submission(result.held)
-    enqueue_run(run_id, tool, awaited=not prefer.respond_async)
+    enqueue_run(run_id, tool, awaited=not (prefer.respond_async or stream))
+    if stream:
+        return event_stream(db.session.get(Run, run_id), None, run_ending)
     finished = False
     if not prefer.respond_async:
         finished = dispatcher().wait(run_id, prefer.wait) or not runs.mark_waiter_gone(run_id)

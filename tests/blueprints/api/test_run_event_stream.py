@@ -192,3 +192,74 @@ def test_a_providers_text_reaches_followers_as_it_is_written(provider_in_env, ap
     run_id = _submit(client, raw, "search-intent-classifier", query="buy running shoes size 42")
     jobs.runs.run_tool_job(run_id)
     assert [kind for _, kind, _ in _events(_stream(client, raw, run_id))] == ["done"]
+
+
+# --- POST /v1/tools/run with "stream": true ----------------------------------------------------
+
+
+@needs_pg
+@needs_redis
+def test_a_streamed_inline_run_answers_its_end_as_an_event(app, client, make_key):
+    raw = make_key()
+    response = client.post(
+        DISPATCH, headers=auth(raw), json={"slug": "word-counter", "text": "a b", "stream": True}
+    )
+    assert response.status_code == 200 and response.mimetype == "text/event-stream"
+    ((_, kind, record),) = _events(response)
+    assert kind == "done" and record["status"] == "succeeded" and record["output"]["words"] == 2
+    status = client.get(f"/v1/tools/run/{record['run_id']}/status", headers=auth(raw))
+    assert status.get_json() == record
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 1  # admitted and counted once, as any run
+
+
+@needs_pg
+@needs_redis
+def test_a_streamed_queued_run_sends_the_providers_text_then_done(provider_in_env, app, make_key):
+    client = app.test_client()
+    raw = make_key()
+    response = client.post(
+        DISPATCH,
+        headers=auth(raw),
+        json={"slug": "toast-speech-writer", "stories": STORIES, "stream": True},
+        buffered=False,
+    )
+    assert response.status_code == 200 and response.mimetype == "text/event-stream"
+    chunks = iter(response.response)
+    run_id = next(chunks).decode().split("run ", 1)[1].strip()  # ": following run <id>"
+
+    def work():
+        with app.app_context():
+            jobs.runs.run_tool_job(run_id)  # the worker, here
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    body = b"".join(chunks).decode()
+    worker.join(10)
+
+    class Streamed:
+        def get_data(self, as_text):
+            return body
+
+    events = _events(Streamed())
+    kinds = [kind for _, kind, _ in events]
+    assert kinds[-1] == "done" and kinds[:-1] and set(kinds[:-1]) == {"delta"}
+    text = "".join(data["text"] for _, kind, data in events if kind == "delta")
+    assert text == events[-1][2]["output"]["text"]
+    run = db.session.get(jobs.runs.Run, run_id, populate_existing=True)
+    assert run.notify is False  # its reader had the end: no webhook event
+
+
+@needs_pg
+@needs_redis
+def test_a_bad_stream_flag_or_a_refusal_before_the_run_is_a_problem_document(app, client, make_key):
+    raw = make_key()
+    bad = client.post(
+        DISPATCH, headers=auth(raw), json={"slug": "word-counter", "text": "a", "stream": "yes"}
+    )
+    assert bad.status_code == 422 and bad.mimetype == "application/problem+json"
+    assert bad.get_json()["errors"] == {"stream": ["Must be a boolean."]}
+    unknown = client.post(
+        DISPATCH, headers=auth(raw), json={"slug": "no-such-tool", "stream": True}
+    )
+    assert unknown.status_code == 404 and unknown.mimetype == "application/problem+json"
