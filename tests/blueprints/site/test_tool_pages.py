@@ -240,19 +240,19 @@ def answered_by_the_embedded_model(monkeypatch) -> str:
 
 def test_a_result_the_embedded_model_wrote_says_so_beside_it(app, monkeypatch):
     client = visitor(app)
-    plain = client.post(
-        "/tools/word-counter/",
-        data={"csrf_token": token(client), "text": TEXT},
-        headers={"HX-Request": "true"},
-    ).get_data(as_text=True)
+
+    def result() -> str:
+        return client.post(
+            "/tools/word-counter/",
+            data={"csrf_token": token(client), "text": TEXT},
+            headers={"HX-Request": "true"},
+        ).get_data(as_text=True)
+
+    plain = result()
     assert "<h2>Result</h2>" in plain and "built into this service" not in plain
     note = answered_by_the_embedded_model(monkeypatch)
 
-    fragment = client.post(
-        "/tools/word-counter/",
-        data={"csrf_token": token(client), "text": TEXT},
-        headers={"HX-Request": "true"},
-    ).get_data(as_text=True)
+    fragment = result()
 
     # Words, before the output: no icon, no colour alone.
     assert re.search(rf'<div class="output">\s*<p class="notice">{re.escape(note)}</p>', fragment)
