@@ -225,15 +225,24 @@ def note_model(name: str) -> None:
         names.append(name)
 
 
-# Who reads the text a model writes for the run this thread works on, as it is written
-# (``text_written_to``): the run's followers.
+class TextListener(Protocol):
+    """Who reads the text a model writes for a run, as it is written: called with each
+    piece; ``restart`` says the text so far is void (the answer is being written again:
+    another model took over, or the answer was refused and is asked for once more)."""
+
+    def __call__(self, piece: str) -> None: ...
+
+    def restart(self) -> None: ...
+
+
+# The run this thread works on's listener (``text_written_to``): its followers.
 _text = threading.local()
 
 
 @contextlib.contextmanager
-def text_written_to(listener: Callable[[str], None]) -> Iterator[None]:
+def text_written_to(listener: TextListener) -> Iterator[None]:
     """Within ``with text_written_to(listener)``, a text tool's model that can say its answer
-    piece by piece (a provider's stream) gives each piece to ``listener`` as it comes."""
+    piece by piece gives each piece to ``listener`` as it comes."""
     outer = getattr(_text, "listener", None)
     _text.listener = listener
     try:
@@ -242,6 +251,6 @@ def text_written_to(listener: Callable[[str], None]) -> Iterator[None]:
         _text.listener = outer
 
 
-def text_listener() -> Callable[[str], None] | None:
+def text_listener() -> TextListener | None:
     """The listener of ``text_written_to`` in this thread, or None: nobody follows."""
     return getattr(_text, "listener", None)

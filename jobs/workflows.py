@@ -15,6 +15,7 @@ from jobs.webhooks import emit
 from models import Run
 from services import runs, workflows
 from services.queue import DEFAULT_QUEUE, dispatcher
+from services.run_events import END, STEP_ENDED, run_events, step_event
 from services.workflows import Progress
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ def run_step_job(run_id: str, workflow_run_id: str, first: bool = False) -> None
                  workflow_run_id, run.status)  # fmt: skip
         if held and held[0] is not None:
             held[0].ended(run)
+        step_event(run, STEP_ENDED)
     dispatch(workflows.advance(workflow_run_id, held=held[0] if held else None))
 
 
@@ -57,10 +59,13 @@ def advance_workflow(workflow_run_id: str) -> None:
 
 
 def dispatch(progress: Progress) -> None:
-    """Commit what ``progress`` came from, then enqueue its steps and emit its event."""
+    """Commit what ``progress`` came from, then enqueue its steps, and if it ended the run,
+    end the run's events and emit its webhook event."""
     db.session.commit()
     for run_id in progress.queued:
         enqueue_step(run_id, progress.workflow_run_id)
+    if progress.event is not None:
+        run_events().append(progress.workflow_run_id, END)
     if progress.event is not None and progress.key_id is not None:
         emit(progress.key_id, progress.event, f"evt_{progress.workflow_run_id}")
         log.info("workflow run %s: %s", progress.workflow_run_id, progress.event["event"])

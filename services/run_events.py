@@ -1,10 +1,14 @@
 """A run's events as it runs, for the clients that follow it (``GET .../events``).
 
 What a run says while it runs is appended to a Redis stream of its own (``run-events:<id>``):
-``delta`` events (``{"text": ...}``, the pieces of text its model writes, in order) and, once
-it has ended, ``end``. A stream is kept ``RETENTION_SECONDS`` after its run's end, then
-expires. Each entry's id (Redis's, ``<ms>-<n>``) is the event's id: a client that lost its
-connection asks for what came after the last id it saw (``Last-Event-ID``).
+``delta`` events (``{"text": ...}``, the pieces of text its model writes, in order; a
+``reset`` when what it wrote is void and it writes again) and, once it has ended, ``end``.
+A workflow run has a stream of its own, which its steps write to: ``step_started`` and
+``step_ended`` (``{"step", "tool", "run_id"}``, and the step's ``status`` at its end) and
+their ``delta`` events (with the ``step`` that wrote them). A stream is kept
+``RETENTION_SECONDS`` after its run's end, then expires. Each entry's id (Redis's,
+``<ms>-<n>``) is the event's id: a client that lost its connection asks for what came after
+the last id it saw (``Last-Event-ID``).
 
 The stream is a view: the ended run's record in SQL stays the source of truth, and the
 endpoint answers the run's end from it (``done`` with the status record, or ``error``), not
@@ -39,7 +43,8 @@ from services.redis import redis_client
 
 log = logging.getLogger(__name__)
 
-DELTA, END = "delta", "end"
+DELTA, RESET, END = "delta", "reset", "end"
+STEP_STARTED, STEP_ENDED = "step_started", "step_ended"
 # How long a run's events are kept after its end.
 RETENTION_SECONDS = 3600
 # The most entries a stream keeps (a run writing more keeps its latest: Redis trims).
@@ -164,30 +169,73 @@ class TextWriter:
     """The text a run's model writes, appended to the run's events as ``delta`` events: the
     first piece at once (a follower sees the answer start), then what came within
     ``GATHER_SECONDS`` of the last append as one (a provider sends a piece per token: an
-    append each cost a round trip per token). ``flush`` appends what is left."""
+    append each cost a round trip per token). A workflow step's text goes to its workflow
+    run's stream, named by its ``step``.
+
+    The deltas add up to the text output: whitespace before the text is left out, and
+    whitespace at its end is held until more text follows it (the output is trimmed).
+    ``restart`` voids the text so far (a ``reset`` event: the answer is being written
+    again); ``close`` appends what is left, once the model is done."""
 
     GATHER_SECONDS = 0.1
 
-    def __init__(self, run_id: str, events: RedisRunEvents | LocalRunEvents):
+    def __init__(
+        self, run_id: str, events: RedisRunEvents | LocalRunEvents, step: str | None = None
+    ):
         self.run_id = run_id
         self.events = events
+        self._step = {"step": step} if step is not None else {}
         self._pending: list[str] = []
+        self._held = ""  # whitespace at the end of what was sent: sent with what follows
+        self._started = False  # whether any text was sent since the start or restart
         self._sent = 0.0
 
     def __call__(self, piece: str) -> None:
         self._pending.append(piece)
         if time.monotonic() - self._sent >= self.GATHER_SECONDS:
-            self.flush()
+            self._send()
 
-    def flush(self) -> None:
-        if self._pending:
-            self.events.append(self.run_id, DELTA, {"text": "".join(self._pending)})
-            self._pending.clear()
+    def restart(self) -> None:
+        self._pending.clear()
+        self._held = ""
+        if self._started:
+            self.events.append(self.run_id, RESET, dict(self._step))
+            self._started = False
+
+    def close(self) -> None:
+        self._send()
+
+    def _send(self) -> None:
+        text = self._held + "".join(self._pending)
+        self._pending.clear()
+        if not self._started:
+            text = text.lstrip()
+        body = text.rstrip()
+        self._held = text[len(body) :]
+        if body:
+            self.events.append(self.run_id, DELTA, {**self._step, "text": body})
+            self._started = True
             self._sent = time.monotonic()
 
 
 def run_events() -> RedisRunEvents | LocalRunEvents:
     return current_app.extensions["run_events"]
+
+
+def text_writer(run) -> TextWriter:
+    """Where a queued run's text goes: its own stream, or its workflow run's for a step."""
+    if run.workflow_run_id is not None:
+        return TextWriter(run.workflow_run_id, run_events(), step=run.step_id)
+    return TextWriter(run.id, run_events())
+
+
+def step_event(run, kind: str) -> None:
+    """A workflow step's start or end (``STEP_STARTED``, ``STEP_ENDED``), on its workflow
+    run's stream."""
+    data = {"step": run.step_id, "tool": run.tool_slug, "run_id": run.id}
+    if kind == STEP_ENDED:
+        data["status"] = run.status
+    run_events().append(run.workflow_run_id, kind, data)
 
 
 def init_app(app: Flask) -> None:

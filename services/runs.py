@@ -34,7 +34,7 @@ from services.keys import KeyContext
 from services.queue import dispatcher
 from services.quota import Reservation
 from services.recorder import RunJournal, ledger_rows, recorder, run_rows, write_in_session
-from services.run_events import TextWriter, run_events
+from services.run_events import STEP_STARTED, step_event, text_writer
 
 log = logging.getLogger(__name__)
 
@@ -449,6 +449,8 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
     if claimed is None:
         return None
     run, free_calls_used = claimed
+    if run.workflow_run_id is not None:
+        step_event(run, STEP_STARTED)
     started = time.perf_counter()
     try:
         tool = find_tool(run.tool_slug)
@@ -566,13 +568,13 @@ def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:
     end_transaction()
     # A queued run's followers read its text as the model writes it (an inline run is over
     # before anyone could follow it).
-    written = None if isinstance(run, InlineRun) else TextWriter(run_id, run_events())
+    written = None if isinstance(run, InlineRun) else text_writer(run)
     with models_noted() as models, text_written_to(written) if written else nullcontext():
         try:
             output = run_tool(tool, loaded)
         finally:
             if written is not None:
-                written.flush()
+                written.close()
             model = ", ".join(models) or None
             if isinstance(run, InlineRun):
                 run.model = model

@@ -114,3 +114,14 @@ def _run_links(status_operation: str, cancel_operation: str) -> dict:
 
 RUN_LINKS = _run_links("getRunStatus", "cancelRun")
 WORKFLOW_RUN_LINKS = _run_links("getWorkflowRunStatus", "cancelWorkflowRun")
+
+
+# The run endpoints' ``stream`` flag (blueprints/api/tools/routes.py, ``run_by_slug``).
+STREAM_FIELD = {
+    "type": "boolean",
+    "default": False,
+    "description": "Answer `200` with the run's events as server-sent events "
+    "(`text/event-stream`: `delta` pieces of the text as the model writes it, then `done` "
+    "with the status record or `error` with a problem document) instead of JSON. Refusals "
+    "before the run starts are problem documents as usual.",
+}

@@ -125,6 +125,13 @@ _TYPES = (
         "Read its result at its status URL.",
     ),
     ProblemType(
+        "step_canceled", (409,), "A step of the workflow run was canceled",
+        "A step of the workflow run was canceled (its tool run canceled on its own), so the "
+        "workflow run failed: the steps after it did not run. It is the last event of the "
+        "run's event stream; the problem names the `step`.",
+        "Start the workflow run again; read the steps that succeeded at its status URL.",
+    ),
+    ProblemType(
         "idempotency_in_flight", (409,), "The same request is still being carried out",
         "Another request with the same Idempotency-Key is in progress.",
         "Wait for it to finish, then repeat the request with the same key to get its answer.",

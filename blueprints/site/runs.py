@@ -1,12 +1,14 @@
 """A visitor's web runs: the run page (progress, then the output), its status for htmx to
-poll, cancel, and the files it made. Only the visitor who made a run sees it: to anyone else
-it does not exist (404)."""
+poll, its events (the text its model writes, as it is written: the page's script shows it
+growing), cancel, and the files it made. Only the visitor who made a run sees it: to anyone
+else it does not exist (404)."""
 
 from __future__ import annotations
 
 from flask import abort, make_response, redirect, render_template, request, url_for
 
 from blueprints.api.files.routes import file_response
+from blueprints.api.tools.events import event_stream
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
 from blueprints.site.visitor import current_visitor
@@ -61,6 +63,18 @@ def run_status(run_id: str):
     response = make_response(render_template("site/_run_status.html", **_context(_own_run(run_id))))
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+@bp.get("/runs/<run_id>/events")
+def run_events(run_id: str):
+    """The run's events as server-sent events, as the API streams them (``delta``, ``reset``),
+    ended by ``done`` or ``error`` with the run's status only: the page then asks for its
+    status region, which shows the output or the failure."""
+    return event_stream(_own_run(run_id), request.headers.get("Last-Event-ID"), _page_ending)
+
+
+def _page_ending(run: Run) -> tuple[str, dict]:
+    return ("error" if run.status == "failed" else "done"), {"status": run.status}
 
 
 @bp.post("/runs/<run_id>/cancel")

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from engines.base import ProviderUnavailable
+from engines.base import ProviderUnavailable, TextListener
 from engines.blob import Blob
 from engines.models import local_llm, providers
 
@@ -126,13 +126,14 @@ def reply(
     max_tokens: int,
     response_format: Mapping[str, Any] | None = None,
     embedded_format: Mapping[str, Any] | None = None,
-    on_text: Callable[[str], None] | None = None,
+    on_text: TextListener | None = None,
 ) -> providers.Completion:
     """A chat completion from the first link that answers (messages with images: provider
     only), with the model that wrote it and why it ended. ``embedded_format``, when given,
     is the embedded model's ``response_format`` instead (a list held to a JSON schema there,
-    where a provider writes plain lines). ``on_text``: a provider's answer of free text (no
-    ``response_format``) is streamed, each piece given to it as it comes."""
+    where a provider writes plain lines). ``on_text``: an answer of free text (no response
+    format) is streamed, each piece given to it as it comes; a link that takes over from
+    one that broke off midway first restarts it."""
     capability = VISION if _has_images(messages) else TEXT
     options = {"temperature": temperature, "max_tokens": max_tokens}
     embedded = embedded_format if embedded_format is not None else response_format
@@ -149,12 +150,16 @@ def reply(
             )
         )
     if capability == TEXT and embedded_fallback and local_llm.unavailable_reason() is None:
-        links.append(
-            (
-                local_llm.name(),
-                lambda: local_llm.complete(messages, **options, response_format=embedded),
+        streamed = on_text if embedded is None else None
+
+        def embedded_answer() -> providers.Completion:
+            if streamed is not None:
+                streamed.restart()  # a provider may have written some before it broke off
+            return local_llm.complete(
+                messages, **options, response_format=embedded, on_text=streamed
             )
-        )
+
+        links.append((local_llm.name(), embedded_answer))
     return run(capability, links)
 
 
@@ -164,16 +169,24 @@ def insist_embedded(
     temperature: float,
     max_tokens: int,
     response_format: Mapping[str, Any] | None = None,
+    on_text: TextListener | None = None,
 ) -> providers.Completion:
     """The embedded model asked again for an answer it gave that failed its checks: sampled
-    cooler, with stronger penalties against repetition (``local_llm.INSISTING``)."""
+    cooler, with stronger penalties against repetition (``local_llm.INSISTING``). The text
+    ``on_text`` had is void: it restarts, and the new answer (free text) is streamed to it."""
     options = {
         "temperature": temperature,
         "max_tokens": max_tokens,
         "response_format": response_format,
         "insist": True,
     }
-    return run(TEXT, [(local_llm.name(), lambda: local_llm.complete(messages, **options))])
+    streamed = on_text if response_format is None else None
+    if on_text is not None:
+        on_text.restart()
+    return run(
+        TEXT,
+        [(local_llm.name(), lambda: local_llm.complete(messages, **options, on_text=streamed))],
+    )
 
 
 def _provider_only(capability: str, call: Callable[[], T]) -> T:

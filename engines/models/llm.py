@@ -325,11 +325,11 @@ def converse(
         )
     # The embedded model is held to a list tool's schema too: a provider writes plain lines.
     held = _json_schema(output_schema) if format == "list" and output_schema else response_format
-    options = {"max_tokens": max_tokens, "response_format": response_format}
-    # A run's followers read free text as it is written: a provider's, for now (the embedded
-    # model's answer is final only once it has passed the checks).
-    if format in ("text", "markdown") and (listener := text_listener()) is not None:
-        options["on_text"] = listener
+    # A run's followers read free text as it is written. What they read is final only once
+    # it has passed the checks: an answer asked for again restarts their text, and one
+    # refused in the end fails the run (``done`` never comes with text that did not pass).
+    listener = text_listener() if format in ("text", "markdown") else None
+    options = {"max_tokens": max_tokens, "response_format": response_format, "on_text": listener}
     answer = chain.reply(messages, temperature=temperature, **options, embedded_format=held)
     try:
         return accept(answer, params, output_schema=output_schema, inputs=inputs)
@@ -338,7 +338,11 @@ def converse(
     if answer.embedded:
         log.warning("The embedded model's answer %s: asked again.", _said(failed, format))
         answer = chain.insist_embedded(
-            messages, temperature=temperature, max_tokens=max_tokens, response_format=held
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            response_format=held,
+            on_text=listener,
         )
     else:
         repair = _REPAIRS[format].format(detail=failed.detail)
@@ -347,6 +351,8 @@ def converse(
             {"role": "assistant", "content": answer.text},
             {"role": "user", "content": repair},
         ]
+        if listener is not None:
+            listener.restart()
         answer = chain.reply(
             messages, temperature=min(temperature, 0.2), **options, embedded_format=held
         )

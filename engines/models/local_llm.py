@@ -27,7 +27,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,8 +168,10 @@ def complete(
     max_tokens: int,
     response_format: Mapping[str, Any] | None = None,
     insist: bool = False,
+    on_text: Callable[[str], None] | None = None,
 ) -> Completion:
-    """One chat completion from the embedded model: its text and why it ended.
+    """One chat completion from the embedded model: its text and why it ended; each piece
+    of it given to ``on_text`` as it is generated, if given.
 
     ``response_format`` (``json_object`` or ``json_schema``) constrains the output with a
     grammar. ``insist``: the answer is asked for again after one that failed its checks,
@@ -197,7 +199,7 @@ def complete(
         request["seed"] = int(seed) + (1 if insist else 0)
     if response_format is not None:
         request["response_format"] = dict(response_format)
-    answer = _Answer()
+    answer = _Answer(on_text)
     started = time.perf_counter()
     try:
         server.handle_chat_completions(request, answer.take)
@@ -234,7 +236,8 @@ class _Answer:
     """The chunks of a streamed answer, gathered by ``take`` (which llama.cpp calls with each
     chunk; returning True stops generation)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
         self.parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] = {}
@@ -258,6 +261,8 @@ class _Answer:
                 content = (choice.get("delta") or {}).get("content")
                 if content:
                     self.parts.append(content)
+                    if self.on_text is not None:
+                        self.on_text(content)
                     if len(self.parts) % LOOP_CHECK_EVERY == 0 and self.looping():
                         self.finish_reason = "loop"
                         return True

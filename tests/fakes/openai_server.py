@@ -25,6 +25,13 @@ sent, as OpenAI's does); with ``models`` set, an unknown model gets 404 ``model_
 ``n`` calls fail or stall. ``latency`` (seconds, 0 by default) delays every API answer, as a
 real model's generation time does; ``in_flight`` and ``peak_in_flight`` count the API calls
 being answered at once (now, and the most since the start or ``reset_peak()``).
+
+A streamed chat completion is written at once by default. With ``stream_pieces`` set, its
+content is cut into that many pieces (its words shared evenly among them, or its characters
+when it has fewer words than pieces) written spread evenly over ``stream_seconds``: the
+first right after the headers, the last ``stream_seconds`` later, as a model writes.
+``first_piece_times`` holds, per streamed call, its request and the ``time.time()`` at which
+its first content piece was written.
 """
 
 from __future__ import annotations
@@ -94,6 +101,9 @@ class FakeOpenAI:
         self.latency = 0.0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.stream_pieces: int | None = None  # None: a streamed answer is written at once
+        self.stream_seconds = 0.0
+        self.first_piece_times: list[tuple[Recorded, float]] = []
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -167,6 +177,10 @@ class FakeOpenAI:
     def _next_reply(self) -> str | None:
         with self._lock:
             return self._replies.pop(0) if self._replies else None
+
+    def _first_piece_written(self, recorded: Recorded, when: float) -> None:
+        with self._lock:
+            self.first_piece_times.append((recorded, when))
 
 
 class _ApiError(Exception):
@@ -342,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(max_tokens, int) and len(words) > max_tokens:
             content, finish = " ".join(words[:max_tokens]), "length"
         if body.get("stream") is True:
-            self._stream_chat(key, model, content, finish)
+            self._stream_chat(key, model, content, finish, request)
             return
         self._json(
             {
@@ -365,10 +379,15 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
 
-    def _stream_chat(self, key: str, model: str, content: str, finish: str) -> None:
+    def _stream_chat(
+        self, key: str, model: str, content: str, finish: str, request: Recorded | None = None
+    ) -> None:
         """The completion as OpenAI streams it: server-sent ``chat.completion.chunk``
-        events, a word (with its space) each, then ``[DONE]``; chunked transfer encoding."""
-        pieces = re.findall(r"\S+\s*|\s+", content) or [""]
+        events, a word (with its space) each, then ``[DONE]``; chunked transfer encoding.
+        With ``stream_pieces`` set, that many pieces spread over ``stream_seconds``."""
+        paced = self.fake.stream_pieces
+        pieces = _cut(content, paced) if paced else re.findall(r"\S+\s*|\s+", content) or [""]
+        interval = self.fake.stream_seconds / (len(pieces) - 1) if len(pieces) > 1 else 0.0
 
         def event(delta: dict, reason: str | None = None) -> bytes:
             chunk = {
@@ -380,17 +399,27 @@ class _Handler(BaseHTTPRequestHandler):
             }
             return f"data: {json.dumps(chunk)}\n\n".encode()
 
+        def write(data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            events = [event({"role": "assistant", "content": ""})]
-            events += [event({"content": piece}) for piece in pieces]
-            events += [event({}, finish), b"data: [DONE]\n\n"]
-            for data in events:
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
+            write(event({"role": "assistant", "content": ""}))
+            started = time.monotonic()
+            for index, piece in enumerate(pieces):
+                if paced and index:
+                    wait = started + index * interval - time.monotonic()
+                    if wait > 0 and self.fake._closing.wait(wait):
+                        return  # shutting down
+                write(event({"content": piece}))
+                if index == 0 and request is not None:
+                    self.fake._first_piece_written(request, time.time())
+            for data in (event({}, finish), b"data: [DONE]\n\n"):
+                write(data)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -498,6 +527,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # --- deterministic content ---------------------------------------------------------------
+
+
+def _cut(content: str, count: int) -> list[str]:
+    """``content`` in ``count`` pieces: its words (each with its spaces) shared evenly, or
+    its characters when it has fewer words than that (a piece may then be empty)."""
+    units = re.findall(r"\S+\s*|\s+", content)
+    if len(units) < count:
+        units = list(content)
+    bounds = [i * len(units) // count for i in range(count + 1)]
+    return ["".join(units[start:end]) for start, end in zip(bounds, bounds[1:], strict=False)]
 
 
 def _content_text(content: Any) -> str:

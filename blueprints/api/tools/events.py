@@ -1,8 +1,11 @@
-"""``GET /v1/tools/run/{run_id}/events``: a run's events as server-sent events.
+"""``GET /v1/tools/run/{run_id}/events``: a run's events as server-sent events (and the
+same for workflow runs, ``blueprints.api.workflows``, whose steps add theirs).
 
 Each event has an ``id:`` (its place in the run's stream, ``services.run_events``):
 
 - ``delta``, ``{"text": "..."}``: a piece of the text its model writes, in order;
+- ``reset``, ``{}``: the text so far is void (the answer is being written again: another
+  model took over, or the answer failed its checks and is asked for once more);
 - then one of ``done`` (exactly what ``GET /v1/tools/run/{run_id}/status`` answers for the
   ended run, canceled ones included) or ``error`` (the problem document the run's failure
   answers), and the stream ends.
@@ -28,32 +31,42 @@ from collections.abc import Callable, Iterator
 from flask import Response, stream_with_context
 
 from extensions import db
-from models import TERMINAL_STATES, Run
+from models import TERMINAL_STATES, Run, WorkflowRun
 from services.run_events import END, event_position, run_events
 
-# The OpenAPI description of the streamed answer and of its header.
-RUN_EVENTS_RESPONSE = {
-    "description": "The run's events as server-sent events (`text/event-stream`), each with "
-    'an `id:`: `delta` (`{"text": ...}`, a piece of the text the model writes), then '
-    "`done` (the status record, as `GET /v1/tools/run/{run_id}/status` answers it) or "
-    "`error` (the problem document of the run's failure), after which the stream ends. "
-    "Comment lines keep an idle stream alive.",
-    # One event, as OpenAPI 3.2 describes an event of text/event-stream (3.1 readers such as
-    # Schemathesis take ``schema`` as the schema of each event): its data is JSON text.
-    "content": {
-        "text/event-stream": {
-            "schema": {
-                "type": "object",
-                "required": ["id", "event", "data"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "event": {"type": "string", "enum": ["delta", "done", "error"]},
-                    "data": {"type": "string", "contentMediaType": "application/json"},
-                },
+
+def events_response(description: str, kinds: tuple[str, ...]) -> dict:
+    """The OpenAPI description of a streamed answer whose events are ``kinds``."""
+    return {
+        "description": description,
+        # One event, as OpenAPI 3.2 describes an event of text/event-stream (3.1 readers
+        # such as Schemathesis take ``schema`` as the schema of each event): its data is
+        # JSON text.
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["id", "event", "data"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "event": {"type": "string", "enum": list(kinds)},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                }
             }
-        }
-    },
-}
+        },
+    }
+
+
+RUN_EVENTS_RESPONSE = events_response(
+    "The run's events as server-sent events (`text/event-stream`), each with an `id:`: "
+    '`delta` (`{"text": ...}`, a piece of the text the model writes; the pieces add up to '
+    "the output's `text`), `reset` (`{}`: the text so far is void, the answer is being "
+    "written again), then `done` (the status record, as `GET /v1/tools/run/{run_id}/status` "
+    "answers it) or `error` (the problem document of the run's failure), after which the "
+    "stream ends. Comment lines keep an idle stream alive.",
+    ("delta", "reset", "done", "error"),
+)
 LAST_EVENT_ID = {
     "in": "header",
     "name": "Last-Event-ID",
@@ -67,13 +80,15 @@ KEEP_ALIVE_SECONDS = 10.0
 FOLLOW_SECONDS = 900.0
 
 
+Followed = Run | WorkflowRun
 # What ends a run's stream: ("done", its status record) or ("error", its problem document).
-Ending = Callable[[Run], tuple[str, dict]]
+Ending = Callable[[Followed], tuple[str, dict]]
 
 
-def event_stream(run: Run, last_event_id: str | None, ending: Ending) -> Response:
-    """The streamed answer following ``run`` (the caller's own), ended by ``ending``."""
-    run_id = run.id
+def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Response:
+    """The streamed answer following ``run`` (the caller's own tool or workflow run), ended
+    by ``ending``."""
+    run_id, model = run.id, type(run)
     last = last_event_id if event_position(last_event_id) else None
     # A run that has ended (one answered inline may not be written yet: it is the
     # recorder's) is answered as it is, not read again.
@@ -95,15 +110,15 @@ def event_stream(run: Run, last_event_id: str | None, ending: Ending) -> Respons
         for batch in run_events().follow(run_id, last, FOLLOW_SECONDS):
             for event in batch:
                 if event.kind == END:
-                    yield _end(run_id, event.id, ending)
+                    yield _end(model, run_id, event.id, ending)
                     return
                 yield _event(event.id, event.kind, event.data)
                 written = time.monotonic()
             if batch:
                 continue
-            ended = _ended(run_id)
+            ended = _ended(model, run_id)
             if ended is not None:
-                yield _end(run_id, "end", ending, ended)
+                yield _end(model, run_id, "end", ending, ended)
                 return
             if time.monotonic() - written >= KEEP_ALIVE_SECONDS:
                 yield ": keep-alive\n\n"
@@ -115,17 +130,19 @@ def event_stream(run: Run, last_event_id: str | None, ending: Ending) -> Respons
     return response
 
 
-def _ended(run_id: str) -> Run | None:
+def _ended(model: type[Followed], run_id: str) -> Followed | None:
     """The run if it has ended (read afresh), else None; the session is closed after."""
     try:
-        run = db.session.get(Run, run_id, populate_existing=True)
+        run = db.session.get(model, run_id, populate_existing=True)
         return run if run is not None and run.status in TERMINAL_STATES else None
     finally:
         db.session.close()
 
 
-def _end(run_id: str, event_id: str, ending: Ending, run: Run | None = None) -> str:
-    run = run or db.session.get(Run, run_id, populate_existing=True)
+def _end(
+    model: type[Followed], run_id: str, event_id: str, ending: Ending, run: Followed | None = None
+) -> str:
+    run = run or db.session.get(model, run_id, populate_existing=True)
     try:
         return _event(event_id, *ending(run))
     finally:

@@ -25,6 +25,7 @@ from apispec import BasePlugin
 from apispec.exceptions import DuplicateComponentNameError
 from apispec.ext.marshmallow.common import resolve_schema_instance
 
+from blueprints.api.docs import STREAM_FIELD
 from blueprints.api.openapi.postman import SavedExample
 from blueprints.api.plan_gated import result_example
 from blueprints.api.schemas import RunResultSchema
@@ -68,6 +69,7 @@ def dispatch_body(tool: Tool) -> dict:
             "slug": {"const": tool.slug},
             "input": {**primary, "description": f"Alias for `{tool.primary}`."},
             **inputs["properties"],
+            "stream": STREAM_FIELD,
         },
         "required": ["slug"],
         "additionalProperties": False,

@@ -11,6 +11,7 @@ from blueprints.api.docs import (
     PREFER_HEADER,
     PUBLIC,
     RUN_LINKS,
+    STREAM_FIELD,
     problem_responses,
 )
 from blueprints.api.pipeline import (
@@ -116,6 +117,8 @@ def run_by_slug(slug: str, body: dict, uploads: dict[str, FileStorage]):
     tool = find_tool(slug)
     require_plan(tool.required_plan)
     stream = body.pop("stream", False)
+    if request.mimetype == "multipart/form-data" and stream in ("true", "false"):
+        stream = stream == "true"  # a form's field: text
     if not isinstance(stream, bool):
         raise validation_failed({"stream": ["Must be a boolean."]})
     return run_tool_request(tool, tool_inputs(tool, body, uploads), stream=stream)
@@ -169,7 +172,7 @@ def run_tool_request(tool: Tool, inputs: dict, *, stream: bool = False):
             response.headers["Preference-Applied"] = prefer.applied
         return response
     if run.status == "failed":
-        raise _run_problem(run.id, run.error)
+        raise run_problem(run.id, run.error)
     return run_result(run)
 
 
@@ -202,7 +205,7 @@ def _inline(tool: Tool, inputs: dict) -> dict:
         )
     except RunFailed as failed:
         db.session.commit()
-        raise _run_problem(failed.run.id, failed.run.error) from None
+        raise run_problem(failed.run.id, failed.run.error) from None
     body = run_result(result.run)
     runs.end_transaction()  # the claim of a free call, if one was made
     _note_usage(result.reservation)
@@ -255,7 +258,7 @@ def run_record(run: Run) -> dict:
     }
 
 
-def _run_problem(run_id: str, error: dict) -> Problem:
+def run_problem(run_id: str, error: dict) -> Problem:
     kind, message = error.get("code"), error.get("message", "")
     if kind == "input":
         return Problem(422, "validation_failed", message, errors={"": [message]}, run_id=run_id)
@@ -328,8 +331,9 @@ def _run_operation(body_schema: dict, example: dict, *, operation_id: str) -> di
             },
         },
         "responses": {
-            # Keyed as flask-smorest keys the documented 200, so the links join it.
-            200: {"links": RUN_LINKS},
+            # Keyed as flask-smorest keys the documented 200, so the links and the streamed
+            # answer join it.
+            200: {"links": RUN_LINKS, "content": RUN_EVENTS_RESPONSE["content"]},
             "202": _ACCEPTED,
             **problem_responses(*_RUN_ERRORS),
         },
@@ -350,7 +354,8 @@ class RunBySlug(MethodView):
                     "input": {
                         "type": "string",
                         "description": "The tool's main input (its primary field).",
-                    }
+                    },
+                    "stream": STREAM_FIELD,
                 },
                 "additionalProperties": True,
             },
@@ -380,6 +385,7 @@ class RunDispatch(MethodView):
                         "type": "string",
                         "description": "Alias for the tool's primary field.",
                     },
+                    "stream": STREAM_FIELD,
                 },
                 "additionalProperties": True,
             },
@@ -427,7 +433,7 @@ def run_ending(run: Run) -> tuple[str, dict]:
     """The last event of a run's stream: ``error`` with the problem document its failure
     answers, or ``done`` with its status record."""
     if run.status == "failed":
-        return "error", problem_body(_run_problem(run.id, run.error))
+        return "error", problem_body(run_problem(run.id, run.error))
     return "done", RunRecordSchema().dump(run_record(run))
 
 

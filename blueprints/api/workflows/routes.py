@@ -21,8 +21,14 @@ from blueprints.api.pipeline import (
     too_large,
     validation_failed,
 )
-from blueprints.api.problems import Problem
-from blueprints.api.tools.routes import _note_usage, _quota_problem, refuse_if_unavailable
+from blueprints.api.problems import Problem, problem_body
+from blueprints.api.tools.events import LAST_EVENT_ID, event_stream, events_response
+from blueprints.api.tools.routes import (
+    _note_usage,
+    _quota_problem,
+    refuse_if_unavailable,
+    run_problem,
+)
 from blueprints.api.workflows.schemas import (
     WorkflowListSchema,
     WorkflowRunAcceptedSchema,
@@ -238,6 +244,49 @@ class WorkflowRunStatus(MethodView):
         """A workflow run's status, progress, steps, and its output or error once it has ended."""
         authenticate()
         return run_record(own_workflow_run(run_id))
+
+
+WORKFLOW_EVENTS_RESPONSE = events_response(
+    "The workflow run's events as server-sent events (`text/event-stream`), each with an "
+    '`id:`: `step_started` and `step_ended` (`{"step", "tool", "run_id"}`, and the step\'s '
+    '`status` at its end), `delta` (`{"step", "text"}`, a piece of the text a step\'s model '
+    "writes), then `done` (the status record, as `GET /v1/workflows/run/{run_id}/status` "
+    "answers it) or `error` (the problem document of the run's failure, naming its `step`), "
+    "after which the stream ends. Comment lines keep an idle stream alive.",
+    ("step_started", "delta", "reset", "step_ended", "done", "error"),
+)
+
+
+@blp.route("/workflows/run/<uuid:run_id>/events")
+class WorkflowRunEvents(MethodView):
+    @blp.doc(
+        operationId="streamWorkflowRunEvents",
+        security=API_KEY_SECURITY,
+        parameters=[LAST_EVENT_ID],
+        responses={"200": WORKFLOW_EVENTS_RESPONSE, **problem_responses(401, 404, 429)},
+    )
+    def get(self, run_id):
+        """A workflow run's events as server-sent events: each step's start, the text its
+        model writes and its end, then `done` (the run's status record) or `error`."""
+        authenticate()
+        run = own_workflow_run(run_id)
+        return event_stream(run, request.headers.get("Last-Event-ID"), workflow_run_ending)
+
+
+def workflow_run_ending(run: WorkflowRun) -> tuple[str, dict]:
+    """The last event of a workflow run's stream: ``error`` with the problem document of
+    its failure (the step that failed named), or ``done`` with its status record."""
+    if run.status != "failed":
+        return "done", WorkflowRunRecordSchema().dump(run_record(run))
+    error = run.error or {}
+    if error.get("code") == "canceled":
+        problem = Problem(409, "step_canceled", error.get("message", ""), run_id=run.id)
+    else:
+        problem = run_problem(run.id, error)
+    body = problem_body(problem)
+    if error.get("step"):
+        body |= {"step": error["step"], "tool": error.get("tool")}
+    return "error", body
 
 
 @blp.route("/workflows/run/<uuid:run_id>/cancel")

@@ -26,6 +26,7 @@ OWNED = {
     ("GET", "/v1/webhook/deliveries/<uuid:delivery_id>"): "delivery",
     ("POST", "/v1/webhook/deliveries/<uuid:delivery_id>/redeliver"): "delivery",
     ("GET", "/v1/workflows/run/<uuid:run_id>/status"): "workflow_run",
+    ("GET", "/v1/workflows/run/<uuid:run_id>/events"): "workflow_run",
     ("POST", "/v1/workflows/run/<uuid:run_id>/cancel"): "workflow_run",
     ("GET", "/v1/embeds/<uuid:embed_id>"): "embed",
     ("PATCH", "/v1/embeds/<uuid:embed_id>"): "embed",

@@ -5,6 +5,8 @@ import json
 import threading
 import time
 
+import pytest
+
 import jobs.runs
 from extensions import db
 from services.run_events import DELTA, END, run_events
@@ -263,3 +265,118 @@ def test_a_bad_stream_flag_or_a_refusal_before_the_run_is_a_problem_document(app
         DISPATCH, headers=auth(raw), json={"slug": "no-such-tool", "stream": True}
     )
     assert unknown.status_code == 404 and unknown.mimetype == "application/problem+json"
+
+
+# --- the embedded model, an error mid-stream, a client that goes away -------------------
+
+
+@pytest.fixture
+def embedded_writer(monkeypatch):
+    """A stand-in embedded model (no provider here) that writes each of its answers a word
+    at a time, as the real one streams its tokens, and rewrites where it should not."""
+    from engines.base import note_model
+    from engines.models import local_llm, providers
+
+    answers = ["A bakery in London ships throughout Europe.", "A bakery in York ships to Paris."]
+
+    def complete(messages, *, on_text=None, **options):
+        text = answers.pop(0)
+        for piece in text.split(" "):
+            if on_text is not None:
+                on_text(piece + " ")
+        note_model("test.gguf")
+        return providers.Completion(text, "test.gguf", "stop", embedded=True)
+
+    monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(local_llm, "name", lambda: "test.gguf")
+    monkeypatch.setattr(local_llm, "model_name", lambda: "test.gguf")
+    monkeypatch.setattr(local_llm, "complete", complete)
+    return answers
+
+
+@needs_pg
+@needs_redis
+def test_an_embedded_answer_refused_by_its_checks_ends_with_an_error_after_its_text(
+    app, client, make_key, embedded_writer
+):
+    """Its text streams as it is written, but is not final: asked again, the text restarts
+    (``reset``); refused again, the stream ends with embedded_model_unfit, never done."""
+    raw = make_key()
+    run_id = _submit(client, raw, "text-rewriter", text="A bakery in Leeds ships nationwide.")
+    jobs.runs.run_tool_job(run_id)
+
+    events = _events(_stream(client, raw, run_id))
+
+    kinds = [kind for _, kind, _ in events]
+    assert kinds == ["delta"] * kinds.index("reset") + ["reset"] + ["delta"] * (
+        len(kinds) - kinds.index("reset") - 2
+    ) + ["error"]
+    # What was sent of the first answer before it was refused (the rest, gathered, was voided
+    # unsent), then the whole second one, trimmed as an output is.
+    first = "".join(d["text"] for _, k, d in events[: kinds.index("reset")])
+    assert first and "A bakery in London ships throughout Europe.".startswith(first)
+    second = "".join(d["text"] for _, k, d in events[kinds.index("reset") :] if k == "delta")
+    assert second == "A bakery in York ships to Paris."
+    problem = events[-1][2]
+    assert (problem["status"], problem["code"]) == (503, "embedded_model_unfit")
+    status = client.get(f"/v1/tools/run/{run_id}/status", headers=auth(raw)).get_json()
+    assert status["status"] == "failed" and status["output"] is None
+
+
+@needs_pg
+@needs_redis
+def test_a_client_that_goes_away_does_not_cancel_its_run(provider_in_env, app, make_key):
+    client = app.test_client()
+    raw = make_key()
+    response = client.post(
+        DISPATCH,
+        headers=auth(raw),
+        json={"slug": "toast-speech-writer", "stories": STORIES, "stream": True},
+        buffered=False,
+    )
+    run_id = next(iter(response.response)).decode().split("run ", 1)[1].strip()
+    response.close()  # the client hangs up before the run has started
+
+    jobs.runs.run_tool_job(run_id)
+
+    status = client.get(f"/v1/tools/run/{run_id}/status", headers=auth(raw)).get_json()
+    assert status["status"] == "succeeded" and status["output"]["text"]
+    replay = _events(_stream(client, raw, run_id))  # and reads it later, whole
+    assert replay[-1][1] == "done" and replay[-1][2] == status
+
+
+def test_the_text_writer_sends_what_adds_up_to_the_output(app):
+    """Whitespace around the text is left out, pieces within the gathering time go as one,
+    a restart voids the text (once something was sent), a step's text names its step."""
+    from services.run_events import LocalRunEvents, TextWriter
+
+    events = LocalRunEvents()
+    writer = TextWriter("r1", events)
+    writer.GATHER_SECONDS = 60
+    for piece in ("\n  Hello", " ", "world", "  \n"):
+        writer(piece)
+    writer.restart()
+    writer.restart()  # nothing sent since: nothing to void
+    writer("  Again ")
+    writer.close()
+    sent = [(e.kind, e.data) for e in events.after("r1", None)]
+    assert sent == [
+        ("delta", {"text": "Hello"}),
+        ("reset", {}),
+        ("delta", {"text": "Again"}),
+    ]
+    writer = TextWriter("r1", events)
+    writer.GATHER_SECONDS = 60
+    writer("\n")  # whitespace alone is held, not sent
+    writer("One")
+    writer(" two ")
+    writer.close()
+    assert [e.data for e in events.after("r1", None)][3:] == [{"text": "One"}, {"text": " two"}]
+
+    step = TextWriter("w1", events, step="outline")
+    step("Draft")
+    step.restart()
+    assert [e.data for e in events.after("w1", None)] == [
+        {"step": "outline", "text": "Draft"},
+        {"step": "outline"},
+    ]

@@ -4,6 +4,7 @@ failures, cancel, events and who may see a run."""
 
 import base64
 import itertools
+import json
 import time
 from datetime import datetime
 
@@ -295,6 +296,53 @@ def test_the_first_free_calls_cover_workflow_steps_too(client, make_key):
     assert sorted(s["credits"] for s in record["steps"]) == [0, 0, 2]
 
 
+# --- events ----------------------------------------------------------------------------
+
+
+def stream(client, raw, run_id) -> list[tuple[str, dict]]:
+    """(event, data) of the run's event stream, read to its end."""
+    body = client.get(f"/v1/workflows/run/{run_id}/events", headers=auth(raw)).get_data(True)
+    found = []
+    for block in body.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line[:1] not in ":")
+        if fields:
+            found.append((fields["event"], json.loads(fields["data"])))
+    return found
+
+
+def test_a_workflow_runs_events_tell_each_steps_start_text_and_end_then_done(client, make_key):
+    raw, _ = make_key("pro")
+    response = start(client, raw, "product-launch", "A reusable beeswax food wrap")
+    run_id = response.get_json()["run_id"]
+
+    events = stream(client, raw, run_id)  # followed from the start, while it runs
+
+    record = client.get(response.headers["Location"], headers=auth(raw)).get_json()
+    assert events[-1] == ("done", record) and record["status"] == "succeeded"
+    steps = {step["id"]: step for step in record["steps"]}
+    for step_id, step in steps.items():
+        mine = [(kind, data) for kind, data in events if data.get("step") == step_id]
+        kinds = [kind for kind, _ in mine]
+        assert kinds[0] == "step_started" and kinds[-1] == "step_ended", kinds
+        assert set(kinds[1:-1]) <= {"delta"}
+        assert mine[0][1] == {"step": step_id, "tool": step["tool"], "run_id": step["run_id"]}
+        assert mine[-1][1]["status"] == "succeeded"
+        if "delta" in kinds:  # a step writing free text: its deltas are its text
+            assert (
+                "".join(data["text"] for kind, data in mine if kind == "delta")
+                == (step["output"]["text"])
+            )
+    assert any(kind == "delta" for kind, _ in events)
+    started = [data["step"] for kind, data in events if kind == "step_started"]
+    assert started[0] == "description" and sorted(started) == sorted(steps)
+
+    # Replayed whole once it has ended; another account's run does not exist.
+    assert stream(client, raw, run_id) == events
+    other, _ = make_key("pro")
+    refused = client.get(f"/v1/workflows/run/{run_id}/events", headers=auth(other))
+    assert refused.status_code == 404 and refused.get_json()["code"] == "run_not_found"
+
+
 # --- failures and cancel -----------------------------------------------------------------
 
 
@@ -327,6 +375,10 @@ def test_a_failing_first_step_fails_the_run_and_no_later_step_starts(
         (key_id, "workflow.failed", "product-description-writer")
     ]
     assert sent[0][1]["output_excerpt"] == error["message"][:280]
+    *_, (kind, problem) = stream(client, raw, record["run_id"])
+    assert kind == "error" and (problem["status"], problem["code"]) == (422, "validation_failed")
+    assert (problem["step"], problem["tool"]) == ("description", "product-description-writer")
+    assert problem["detail"] == error["message"]
 
 
 def test_a_later_failure_keeps_the_completed_steps_quota_and_credits(

@@ -59,3 +59,12 @@ def test_a_workflow_runs_to_its_end_on_rq_workers(provider, client, make_key, se
     assert len(provider.calls("/v1/chat/completions")) == 2
     who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
     assert who["usage"]["calls_today"] == 3
+    # The steps' events were written by the workers, to Redis: replayed whole.
+    events = client.get(location.replace("/status", "/events"), headers=auth(raw))
+    kinds = [
+        line.split(": ", 1)[1]
+        for line in events.get_data(as_text=True).splitlines()
+        if line.startswith("event: ")
+    ]
+    assert kinds.count("step_started") == kinds.count("step_ended") == 3
+    assert "delta" in kinds and kinds[-1] == "done"

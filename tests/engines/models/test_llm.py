@@ -292,7 +292,12 @@ def test_the_chain_falls_back_to_the_local_model_when_the_provider_is_down(fake,
     assert len(fake.calls("/v1/chat/completions")) == 3
     ((messages, options),) = local_answers
     assert messages[1]["content"] == "Write a tagline for a solar lantern, aimed at campers."
-    assert options == {"temperature": 0.7, "max_tokens": 800, "response_format": None}
+    assert options == {
+        "temperature": 0.7,
+        "max_tokens": 800,
+        "response_format": None,
+        "on_text": None,  # nobody follows this run
+    }
 
 
 def test_on_the_io_worker_a_failing_provider_fails_the_run_instead(

@@ -64,6 +64,7 @@ OPERATION_IDS = {
     ("get", "/v1/workflows/{workflow_id}"): "getWorkflow",
     ("post", "/v1/workflows/run"): "startWorkflow",
     ("get", "/v1/workflows/run/{run_id}/status"): "getWorkflowRunStatus",
+    ("get", "/v1/workflows/run/{run_id}/events"): "streamWorkflowRunEvents",
     ("post", "/v1/workflows/run/{run_id}/cancel"): "cancelWorkflowRun",
     ("post", "/v1/images/generate"): "generateImages",
     ("post", "/v1/voice/speak"): "speak",
