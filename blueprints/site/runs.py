@@ -8,7 +8,7 @@ from __future__ import annotations
 from flask import abort, make_response, redirect, render_template, request, url_for
 
 from blueprints.api.files.routes import file_response
-from blueprints.api.tools.events import event_stream
+from blueprints.api.tools.events import event_stream, status_ending
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
 from blueprints.site.visitor import current_visitor
@@ -70,11 +70,7 @@ def run_events(run_id: str):
     """The run's events as server-sent events, as the API streams them (``delta``, ``reset``),
     ended by ``done`` or ``error`` with the run's status only: the page then asks for its
     status region, which shows the output or the failure."""
-    return event_stream(_own_run(run_id), request.headers.get("Last-Event-ID"), _page_ending)
-
-
-def _page_ending(run: Run) -> tuple[str, dict]:
-    return ("error" if run.status == "failed" else "done"), {"status": run.status}
+    return event_stream(_own_run(run_id), request.headers.get("Last-Event-ID"), status_ending)
 
 
 @bp.post("/runs/<run_id>/cancel")

@@ -42,59 +42,85 @@ document.addEventListener("htmx:afterSettle", (event) => {
 
 // --- run pages --------------------------------------------------------------------------
 // A run that has not ended: its page follows the run's events (the section #run-text names
-// their address) and shows the text its model writes as it is written. Its status region
-// is polled by htmx as without JavaScript; once the run ends (the stream says so, or a
-// poll finds it), the region shows the output and the growing text goes away. Screen
-// readers hear each paragraph once it is written, not each piece.
+// their address, data-events) and shows the text its model writes as it is written, a
+// workflow run's per step. The page's status element (data-status names it) is polled by
+// htmx as without JavaScript; once the run ends (the stream says so, or a poll finds it:
+// the element comes back without hx-get), the page shows the output and the growing text
+// goes away. Screen readers hear each paragraph once it is written, not each piece.
 let endFollowing = null; // the run followed now: stops following it
 
 function followRun(section) {
   if (!window.EventSource || section.dataset.following) return;
   section.dataset.following = "yes";
-  const body = section.querySelector(".run-text-body");
+  const blocks = section.querySelector(".run-text-blocks");
   const said = section.querySelector("[data-said]");
+  const texts = new Map(); // step ("" for a tool run) -> {text, said, element}
   const source = new EventSource(section.dataset.events);
-  let text = "";
-  let saidCount = 0;
 
-  const show = () => {
-    const paragraphs = text.split(/\n\s*\n/);
-    body.replaceChildren(...paragraphs.map((paragraph) => {
+  const block = (step) => {
+    if (!texts.has(step)) {
+      const element = document.createElement("div");
+      element.className = "run-text-body";
+      if (step) {
+        const heading = document.createElement("h3");
+        heading.textContent = step;
+        blocks.append(heading);
+      }
+      blocks.append(element);
+      texts.set(step, {text: "", said: 0, element});
+    }
+    return texts.get(step);
+  };
+  const show = (written) => {
+    const paragraphs = written.text.split(/\n\s*\n/);
+    written.element.replaceChildren(...paragraphs.map((paragraph) => {
       const element = document.createElement("p");
       element.textContent = paragraph;
       return element;
     }));
-    section.hidden = text.trim() === "";
-    const written = paragraphs.length - 1; // the last one may still be being written
-    if (written > saidCount) {
-      said.textContent = paragraphs.slice(saidCount, written).join("\n\n");
-      saidCount = written;
+    section.hidden = [...texts.values()].every((one) => one.text.trim() === "");
+    const done = paragraphs.length - 1; // the last one may still be being written
+    if (done > written.said) {
+      said.textContent = paragraphs.slice(written.said, done).join("\n\n");
+      written.said = done;
     }
   };
   const finish = () => {
     source.close();
     section.hidden = true;
-    body.replaceChildren();
+    blocks.replaceChildren();
     if (endFollowing === finish) endFollowing = null;
   };
   if (endFollowing) endFollowing();
   endFollowing = finish;
+
   source.addEventListener("delta", (event) => {
-    text += JSON.parse(event.data).text;
-    show();
+    const data = JSON.parse(event.data);
+    const written = block(data.step || "");
+    written.text += data.text;
+    show(written);
   });
-  source.addEventListener("reset", () => {
-    text = "";
-    saidCount = 0;
-    show();
+  source.addEventListener("reset", (event) => {
+    const written = block(JSON.parse(event.data).step || "");
+    written.text = "";
+    written.said = 0;
+    show(written);
+  });
+  source.addEventListener("step_ended", (event) => {
+    const data = JSON.parse(event.data);
+    const written = texts.get(data.step);
+    if (written && written.text.trim()) { // its last paragraph is whole now
+      said.textContent = written.text.split(/\n\s*\n/).slice(written.said).join("\n\n");
+    }
   });
   const ended = () => {
     source.close();
-    const status = document.getElementById("run-status");
+    const status = document.getElementById(section.dataset.status);
     const address = status && status.getAttribute("hx-get");
     if (!address || !window.htmx) return finish();
-    // The region as the run ended (its output, or why it failed) in place of the text.
-    htmx.ajax("GET", address, {target: "#run-status", swap: "outerHTML"}).then(finish, finish);
+    // The page as the run ended (its output, or why it failed) in place of the text.
+    const target = "#" + section.dataset.status;
+    htmx.ajax("GET", address, {target, swap: "outerHTML"}).then(finish, finish);
   };
   source.addEventListener("done", ended);
   // A server's `error` event carries data; the browser's own (a lost connection) has none,
@@ -102,9 +128,9 @@ function followRun(section) {
   source.addEventListener("error", (event) => { if (event.data !== undefined) ended(); });
 }
 
-// A poll that found the run ended: its region came back without hx-get (htmx stops there).
 document.addEventListener("htmx:afterSwap", () => {
-  const status = document.getElementById("run-status");
+  const section = document.getElementById("run-text");
+  const status = section && document.getElementById(section.dataset.status);
   if (endFollowing && status && !status.hasAttribute("hx-get")) endFollowing();
 });
 

@@ -123,3 +123,23 @@ def test_without_javascript_the_run_page_refreshes_to_its_result(member, writer)
     assert page.locator("#run-text").get_attribute("hidden") is not None
     expect(page.locator("#run-status .state")).to_have_text("done", timeout=30_000)
     expect(page.locator("#run-status")).to_contain_text("Please raise your glasses")
+
+
+@pytest.mark.parametrize("member", [{}], indirect=True)
+def test_a_workflow_runs_page_shows_each_steps_text_as_it_is_written(member, writer):
+    page = member.page
+    member.goto("/workflows/product-launch/")
+    page.evaluate(_RECORD_TEXT)
+    page.fill("#start-input", "A reusable beeswax food wrap")
+    page.get_by_role("button", name="Start Product launch copy").click()
+    page.wait_for_url(re.compile(r"/account/runs/[0-9a-f-]{36}/$"))
+    page.evaluate(_RECORD_TEXT)  # a new document: the form posted, the answer redirected
+
+    growing = page.locator("#run-text")
+    expect(growing).to_be_visible(timeout=10_000)
+    expect(growing.locator("h3").first).to_have_text("description")  # the step writing
+    expect(page.locator("#run-progress .state")).to_have_text("Succeeded", timeout=60_000)
+    expect(growing).to_be_hidden()
+    expect(page.get_by_role("heading", name="Result")).to_be_visible()
+    shown = page.evaluate("window.svcShown")
+    assert len(shown) >= 5, shown

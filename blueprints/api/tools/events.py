@@ -130,6 +130,12 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
     return response
 
 
+def status_ending(run: Followed) -> tuple[str, dict]:
+    """A page's ending (the site's run pages): ``done`` or ``error`` with the run's status
+    only; the page then asks for its own rendering of the end."""
+    return ("error" if run.status == "failed" else "done"), {"status": run.status}
+
+
 def _ended(model: type[Followed], run_id: str) -> Followed | None:
     """The run if it has ended (read afresh), else None; the session is closed after."""
     try:

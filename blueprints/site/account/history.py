@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import abort, g, make_response, redirect, render_template, request, url_for
 
+from blueprints.api.tools.events import event_stream, status_ending
 from blueprints.api.workflows.routes import run_record
 from blueprints.site.account.access import member_required
 from blueprints.site.account.dashboard import fragment_aware, wants_fragment
@@ -207,6 +208,16 @@ def account_run_progress(run_id: str):
     run = _own(run_id)
     body = render_template("site/account/partials/run_progress.html", oob=True, **_context(run))
     return fragment_aware(make_response(body))
+
+
+@bp.get("/account/runs/<run_id>/events")
+@member_required()
+def account_run_events(run_id: str):
+    """The run's events as server-sent events, as the API streams them (a workflow run's:
+    its steps' starts, text and ends), ended by ``done`` or ``error`` with the run's status
+    only: the page then asks for its progress, which shows the output or the failure."""
+    run = _own(run_id)
+    return event_stream(run, request.headers.get("Last-Event-ID"), status_ending)
 
 
 @bp.post("/account/runs/<run_id>/cancel")
