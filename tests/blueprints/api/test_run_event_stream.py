@@ -215,17 +215,22 @@ def test_a_streamed_inline_run_answers_its_end_as_an_event(app, client, make_key
     assert who["usage"]["calls_today"] == 1  # admitted and counted once, as any run
 
 
-@needs_pg
-@needs_redis
-def test_a_streamed_queued_run_sends_the_providers_text_then_done(provider_in_env, app, make_key):
-    client = app.test_client()
-    raw = make_key()
-    response = client.post(
+def _post_streamed(client, raw):
+    """A streamed run of a provider's writing tool, its answer unread (the stream's start)."""
+    return client.post(
         DISPATCH,
         headers=auth(raw),
         json={"slug": "toast-speech-writer", "stories": STORIES, "stream": True},
         buffered=False,
     )
+
+
+@needs_pg
+@needs_redis
+def test_a_streamed_queued_run_sends_the_providers_text_then_done(provider_in_env, app, make_key):
+    client = app.test_client()
+    raw = make_key()
+    response = _post_streamed(client, raw)
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
     chunks = iter(response.response)
     run_id = next(chunks).decode().split("run ", 1)[1].strip()  # ": following run <id>"
@@ -328,12 +333,7 @@ def test_an_embedded_answer_refused_by_its_checks_ends_with_an_error_after_its_t
 def test_a_client_that_goes_away_does_not_cancel_its_run(provider_in_env, app, make_key):
     client = app.test_client()
     raw = make_key()
-    response = client.post(
-        DISPATCH,
-        headers=auth(raw),
-        json={"slug": "toast-speech-writer", "stories": STORIES, "stream": True},
-        buffered=False,
-    )
+    response = _post_streamed(client, raw)
     run_id = next(iter(response.response)).decode().split("run ", 1)[1].strip()
     response.close()  # the client hangs up before the run has started
 
