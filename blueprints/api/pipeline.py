@@ -512,9 +512,14 @@ _IDEMPOTENCY_ENVIRON = "HTTP_IDEMPOTENCY_KEY"
 _REPLAYABLE = {200, 202, 422}
 
 
-def respond_idempotently(produce):
+def respond_idempotently(produce, events=None):
     """``produce()`` the answer, or replay the first answer to a repeated request with the
-    same ``Idempotency-Key`` (422 for the key on another request, 409 while in flight)."""
+    same ``Idempotency-Key`` (422 for the key on another request, 409 while in flight).
+
+    A streamed answer (a run's events, ``"stream": true``) is not kept: its run is. The key is
+    settled as soon as the run is admitted, and a repeated request gets ``events(run_id)``,
+    that run's events from its start: a client whose stream broke retries the request and
+    picks up the same run, which ran once."""
     key = request._get_current_object().environ.get(_IDEMPOTENCY_ENVIRON)
     if key is None:
         return produce()
@@ -539,9 +544,12 @@ def respond_idempotently(produce):
         )
     if slot.state == "replay":
         stored = slot.stored
-        response = current_app.response_class(
-            stored["body"], status=stored["status"], mimetype=stored["mimetype"]
-        )
+        if "events_of" in stored and events is not None:
+            response = events(stored["events_of"])
+        else:
+            response = current_app.response_class(
+                stored["body"], status=stored["status"], mimetype=stored["mimetype"]
+            )
         for name, value in stored["headers"].items():
             response.headers[name] = value
         response.headers["Idempotent-Replayed"] = "true"
@@ -564,6 +572,9 @@ def respond_idempotently(produce):
 
 
 def _keepable(response) -> dict:
+    followed = getattr(response, "events_of", None)
+    if followed is not None:  # read as it streams, never held here
+        return {"status": response.status_code, "events_of": followed, "headers": {}}
     headers = {
         name: response.headers[name]
         for name in ("Location", "Preference-Applied")

@@ -125,6 +125,7 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
                 written = time.monotonic()
 
     response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+    response.events_of = run_id  # the run it follows (an Idempotency-Key keeps that)
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"  # nginx and kin: pass each event on at once
     return response

@@ -367,7 +367,7 @@ class RunBySlug(MethodView):
         """Run a tool by slug with `{"input": "..."}` (402 below Pro)."""
         authenticate(defer_limit=True)
         require_api_access(on_slug_endpoint=True)
-        return respond_idempotently(lambda: run_by_slug(slug, *run_body()))
+        return respond_idempotently(lambda: run_by_slug(slug, *run_body()), events=own_events)
 
 
 @blp.route("/tools/run")
@@ -397,7 +397,7 @@ class RunDispatch(MethodView):
         """Run any tool: `slug` plus the tool's own fields (403 for Free/Starter keys)."""
         authenticate(defer_limit=True)
         require_api_access()
-        return respond_idempotently(lambda: run_dispatched(*run_body()))
+        return respond_idempotently(lambda: run_dispatched(*run_body()), events=own_events)
 
 
 @blp.route("/tools/run/<uuid:run_id>/status")
@@ -427,6 +427,11 @@ class RunEvents(MethodView):
         then `done` (its status record) or `error` (its problem document)."""
         authenticate()
         return event_stream(own_run(run_id), request.headers.get("Last-Event-ID"), run_ending)
+
+
+def own_events(run_id: str):
+    """The events of the caller's run, from its start (a streamed run's repeated request)."""
+    return event_stream(own_run(run_id), None, run_ending)
 
 
 def run_ending(run: Run) -> tuple[str, dict]:

@@ -380,3 +380,28 @@ def test_the_text_writer_sends_what_adds_up_to_the_output(app):
         {"step": "outline", "text": "Draft"},
         {"step": "outline"},
     ]
+
+
+@needs_pg
+@needs_redis
+def test_a_streamed_run_with_an_idempotency_key_streams_and_a_retry_follows_the_same_run(
+    provider_in_env, app, make_key
+):
+    client = app.test_client()
+    raw = make_key()
+    body = {"slug": "toast-speech-writer", "stories": STORIES, "stream": True}
+    headers = {**auth(raw), "Idempotency-Key": "toast-1"}
+    first = client.post(DISPATCH, headers=headers, json=body, buffered=False)
+    run_id = next(iter(first.response)).decode().split("run ", 1)[1].strip()  # not held back
+    first.close()  # the connection breaks before the run has even started
+
+    retried = client.post(DISPATCH, headers=headers, json=body, buffered=False)
+    assert retried.status_code == 200 and retried.mimetype == "text/event-stream"
+    assert retried.headers["Idempotent-Replayed"] == "true"
+    chunks = iter(retried.response)
+    assert next(chunks).decode() == f": following run {run_id}\n\n"  # the same run
+    jobs.runs.run_tool_job(run_id)
+    rest = b"".join(chunks).decode()
+    assert "event: delta" in rest and "event: done" in rest
+    who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
+    assert who["usage"]["calls_today"] == 1  # it ran once
