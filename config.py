@@ -59,6 +59,11 @@ class Config:
     # A pooled database connection idle this long is pinged before use (app.py).
     DB_PING_AFTER_IDLE = 1.0
     REDIS_URL: str | None = None
+    # The most Redis connections a process opens at once (services/redis.py): a caller past
+    # them waits for one up to REDIS_POOL_TIMEOUT seconds, then the request answers 503. A
+    # web process follows hundreds of run streams at once, and the I/O worker runs 250 jobs.
+    REDIS_MAX_CONNECTIONS = 200
+    REDIS_POOL_TIMEOUT = 10.0
     AI_BASE_URL: str | None = None
     AI_API_KEY: str | None = None
     # One model name per capability of the OpenAI-compatible provider.
@@ -209,6 +214,7 @@ class Config:
                     "RUN_INFLIGHT_GRACE_SECONDS",
                     "RUN_SUBMIT_GRACE_SECONDS",
                     "IO_WORKER_STOP_GRACE_SECONDS",
+                    "REDIS_POOL_TIMEOUT",
                 )
                 if os.environ.get(name)
             },
@@ -221,6 +227,7 @@ class Config:
                     "LOCAL_LLM_SEED",
                     "ASSISTANT_MAX_QUESTION_CHARS",
                     "IO_WORKER_CONCURRENCY",
+                    "REDIS_MAX_CONNECTIONS",
                 )
                 if os.environ.get(name)
             },

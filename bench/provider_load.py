@@ -1,7 +1,7 @@
 """Provider-backed runs in flight: how many queued runs of a provider tool the I/O worker
 keeps waiting on the provider at once, and what that costs.
 
-    .venv/bin/python bench/provider_load.py [--runs 300 --latency 2] [--sync]
+    .venv/bin/python bench/provider_load.py [--runs 300 --latency 2] [--sync] [--streams [500]]
 
 For each ``--latency`` (seconds every answer of the fake provider waits, as a real model's
 generation time does) the bench starts an OpenAI-compatible fake provider
@@ -26,6 +26,27 @@ then a line against the issue's goals (2 s latency, N=300, one I/O worker: wall 
 threads) and prints how many were answered 200 with an output, how many 202, p50/p95 of
 the answer time and the peak in flight at the provider.
 
+``--streams [N]`` (N 500 unless given; ``--runs`` with no number leaves the scenarios above
+out) starts one more deployment whose fake provider streams each answer in 20 pieces spread
+over 3 s (no latency before the first) and sends runs with ``"stream": true``, each read to
+its end as server-sent events (``delta`` events, then ``done`` or ``error``). First 20 runs,
+4 at a time: per run, the time its first ``delta`` reached the client less the time the
+provider wrote its first piece (the run is found at the provider by a marker in its input),
+the submit to its first delta and to its ``done``, its deltas, and whether the deltas put
+together are the ``done`` record's output text. Then N such runs at once (a thread each),
+while ``GET /v1/public/whoami`` is sent every 20 ms whether or not the last was answered
+(each one's time counted from when it was due). It prints the streams answered 200, those
+that ended with ``done``, the refused or failed ones by kind (a status with its problem
+code, a broken connection, an ``error`` event, a stream broken off), the most streams open
+at once, the same per-run figures, whoami's p50/p99/max and failures (all, those sent
+while the streams' POSTs were still being answered, and those after), the CPU the web
+processes, the I/O worker and the bench used, and how busy the machine was; then a line
+Then N more held open: sent evenly over 10 s (``RAMP_SECONDS``), each answer written over
+30 s (``HOLD_SECONDS``), so that all N are open at once for a while, with the same figures.
+Then a line against the issue's goals (first delta <= 300 ms after the provider's first
+piece; N streams with none refused or failed, at once and held open; whoami p99 < 1 s while
+N are held open; its p99 during the burst of N admissions at once is shown beside it).
+
 The processes' logs go to a temporary folder outside the repository (its path is
 printed); lines with ERROR or Traceback in them are counted at the end. Every process
 group started is stopped at the end (SIGTERM, SIGKILL after 15 s), also on errors and
@@ -40,16 +61,20 @@ import http.client
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from faults import (
+    LOOPBACK,
     ROOT,
     SetupFailed,
     WebServer,
@@ -73,6 +98,16 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 GOAL_LATENCY, GOAL_RUNS = 2.0, 300
 GOAL_WALL_S, GOAL_PEAK, GOAL_RSS_MB, GOAL_CPU_MS = 10.0, 200, 400, 5.0
 SYNC_RUNS, SYNC_WAIT = 200, 60
+# --streams: the provider writes each answer in this many pieces over this many seconds.
+STREAM_PIECES, STREAM_SECONDS = 20, 3.0
+FIRST_DELTA_RUNS, FIRST_DELTA_CLIENTS = 20, 4
+STREAM_DEADLINE = 180.0  # a stream not ended by then is left, and counted as failed
+# The held streams: opened over RAMP_SECONDS, each answer written over HOLD_SECONDS, so that
+# all of them are open at once for a while (whoami is timed then, not during admissions).
+RAMP_SECONDS, HOLD_SECONDS = 10.0, 30.0
+WHOAMI, WHOAMI_EVERY, WHOAMI_AT_ONCE = "/v1/public/whoami", 0.02, 100
+# The issue's goals for streams.
+GOAL_FIRST_DELTA_S, GOAL_WHOAMI_P99_S = 0.3, 1.0
 
 
 # --------------------------------------------------------------------------- setup
@@ -186,9 +221,11 @@ def stop_groups(processes: list[subprocess.Popen], grace: float = 15) -> None:
 
 
 @contextlib.contextmanager
-def deployment(latency: float, args, raw_key: str, logs: Path, processes: list):
+def deployment(latency: float, args, raw_key: str, logs: Path, processes: list,
+               tag: str | None = None):  # fmt: skip
     """The fake provider at ``latency``, the web command and the workers, ready; yields
-    ``(fake, port, web_process, io_processes)``. Stops them all on the way out."""
+    ``(fake, port, web_process, io_processes)``. Stops them all on the way out. ``tag``
+    names the logs (the latency unless given)."""
     flush_redis(args.redis_url)
     with FakeOpenAI() as fake:
         fake.latency = latency
@@ -196,7 +233,7 @@ def deployment(latency: float, args, raw_key: str, logs: Path, processes: list):
         env = product_env(args.database_url, args.redis_url, port, AI_BASE_URL=fake.base_url)
         started: list[subprocess.Popen] = []
         try:
-            tag = f"{latency:g}s"
+            tag = tag or f"{latency:g}s"
             web = WebServer(
                 loopback_web_args(procfile_command("web"), env, port),
                 env,
@@ -247,6 +284,19 @@ def group_cpu_seconds(pgid: int) -> float:
                 if os.getpgid(int(entry)) == pgid:
                     total += cpu_seconds(int(entry))
     return total
+
+
+def machine_cpu() -> tuple[int, int]:
+    """The machine's (busy, all) CPU time so far, in clock ticks (``/proc/stat``)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(value) for value in stat.readline().split()[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's CPU time that was busy between two ``machine_cpu``."""
+    return (after[0] - before[0]) / max(1, after[1] - before[1])
 
 
 def rss_mb(pid: int) -> float:
@@ -459,6 +509,278 @@ def sync_scenario(tool: str, raw_key: str, fake, port: int) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- streams
+
+
+@dataclass
+class Streamed:
+    """One run sent with ``"stream": true`` and read to its end (wall clock times)."""
+
+    marker: str  # in its input: the run's call at the provider holds it
+    sent: float = 0.0
+    status: int = 0  # 0: no answer
+    answered: float | None = None  # its status line and headers came
+    failure: str | None = None  # why it did not end with done: a status, an error, an event
+    first_delta: float | None = None
+    ended: float | None = None
+    deltas: int = 0
+    resets: int = 0  # reset events: the text so far void
+    text: list[str] = field(default_factory=list)
+    output: str | None = None  # the done record's output text
+
+
+class OpenStreams:
+    """How many streams are open (answered 200, not yet read to their end), and the most."""
+
+    def __init__(self):
+        self.now = self.peak = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[None]:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.now -= 1
+
+
+def sse_events(response: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
+    """(event, data) of each server-sent event as it arrives; ("", text) for a comment line
+    (``: keep-alive``)."""
+    kind, data = "", []
+    for raw in iter(response.readline, b""):
+        line = raw.decode().rstrip("\r\n")
+        if line.startswith(":"):
+            yield "", line[1:].strip()
+            continue
+        if line:
+            name, _, value = line.partition(":")
+            if name == "event":
+                kind = value.strip()
+            elif name == "data":
+                data.append(value.removeprefix(" "))
+            continue
+        if kind or data:
+            yield kind or "message", "\n".join(data)
+        kind, data = "", []
+
+
+def output_text(record: dict) -> str | None:
+    output = record.get("output")
+    return output.get("text") if isinstance(output, dict) else output
+
+
+def problem_code(raw: bytes) -> str:
+    with contextlib.suppress(ValueError, AttributeError):
+        return json.loads(raw).get("code") or "?"
+    return raw[:60].decode(errors="replace")
+
+
+def read_events(response: http.client.HTTPResponse, run: Streamed, deadline: float) -> None:
+    """Read ``run``'s events until done, error, the stream's end or ``deadline``."""
+    for kind, data in sse_events(response):
+        now = time.time()
+        if kind == "delta":
+            run.first_delta = run.first_delta or now
+            run.deltas += 1
+            run.text.append(json.loads(data).get("text", ""))
+        elif kind == "reset":
+            run.resets += 1
+            run.text.clear()
+        elif kind in ("done", "error"):
+            run.ended = now
+            if kind == "done":
+                run.output = output_text(json.loads(data))
+            else:
+                run.failure = f"error event {problem_code(data.encode())}"
+            return
+        if time.monotonic() > deadline:
+            run.failure = f"not ended within {STREAM_DEADLINE:g} s"
+            return
+    run.failure = "broken off (no done or error)"
+
+
+def stream_run(port: int, raw_key: str, tool: str, opened: OpenStreams) -> Streamed:
+    """One POST /v1/tools/run with ``"stream": true`` read to its end."""
+    run = Streamed(marker=f"sb-{secrets.token_hex(6)}")
+    headers = {"X-SVC-API-Key": raw_key, "Content-Type": "application/json"}
+    stories = f"{STORIES} (bench {run.marker})"
+    body = json.dumps({"slug": tool, "stories": stories, "stream": True}).encode()
+    deadline = time.monotonic() + STREAM_DEADLINE
+    conn = http.client.HTTPConnection(LOOPBACK, port, timeout=60)
+    try:
+        run.sent = time.time()
+        conn.request("POST", "/v1/tools/run", body=body, headers=headers)
+        response = conn.getresponse()
+        run.status, run.answered = response.status, time.time()
+        if response.status != 200:
+            run.failure = f"HTTP {response.status} {problem_code(response.read())}"
+            return run
+        with opened.open():
+            read_events(response, run, deadline)
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        run.failure = type(error).__name__
+    finally:
+        conn.close()
+    return run
+
+
+def stream_all(count: int, threads: int, port: int, raw_key: str, tool: str,
+               opened: OpenStreams, ramp: float = 0.0) -> list[Streamed]:  # fmt: skip
+    """``count`` streamed runs from ``threads`` threads, each read to its end; ``ramp``:
+    sent evenly over that many seconds rather than at once."""
+    pool = ThreadPoolExecutor(max_workers=threads)
+    started = time.monotonic()
+
+    def send(index: int) -> Streamed:
+        time.sleep(max(0.0, started + ramp * index / count - time.monotonic()))
+        return stream_run(port, raw_key, tool, opened)
+
+    try:
+        futures = [pool.submit(send, index) for index in range(count)]
+        return [future.result() for future in futures]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def provider_first_pieces(fake) -> dict[str, float]:
+    """Per marker, when the provider wrote the first piece of the call that held it."""
+    with fake._lock:
+        written = list(fake.first_piece_times)
+    firsts: dict[str, float] = {}
+    for recorded, when in written:
+        found = re.search(rb"sb-[0-9a-f]{12}", recorded.body)
+        if found:
+            marker = found.group().decode()
+            firsts[marker] = min(when, firsts.get(marker, when))
+    return firsts
+
+
+def spread(values: list[float], high: float = 95) -> tuple[float, float, float, int]:
+    """p50, p``high``, max and count."""
+    return percentile(values, 50), percentile(values, high), max(values, default=0.0), len(values)
+
+
+def stream_figures(runs: list[Streamed], fake) -> dict:
+    """What ``runs`` saw, and the provider's first pieces against their first deltas."""
+    firsts = provider_first_pieces(fake)
+    failures: dict[str, int] = {}
+    for run in runs:
+        if run.failure:
+            failures[run.failure] = failures.get(run.failure, 0) + 1
+    done = [run for run in runs if run.ended and not run.failure]
+    delta_runs = [run for run in runs if run.first_delta]
+    differ = [run for run in done if "".join(run.text) != run.output]
+    return {
+        "runs": len(runs),
+        "opened": sum(1 for run in runs if run.status == 200),
+        "done": len(done),
+        "failures": failures,
+        "lag": spread([r.first_delta - firsts[r.marker] for r in delta_runs if r.marker in firsts]),
+        "to_answer": spread([run.answered - run.sent for run in runs if run.answered]),
+        "to_first": spread([run.first_delta - run.sent for run in delta_runs]),
+        "to_done": spread([run.ended - run.sent for run in done]),
+        "deltas": sorted(run.deltas for run in done),
+        "mismatches": len(differ),
+        "differs": [("".join(run.text), run.output) for run in differ[:1]],
+        "resets": sum(run.resets for run in runs),
+        "answered": max((run.answered for run in runs if run.answered), default=None),
+    }
+
+
+class WhoamiProbe(threading.Thread):
+    """``GET /v1/public/whoami`` with the key every ``WHOAMI_EVERY`` seconds until stopped,
+    whether or not the last ones were answered (up to ``WHOAMI_AT_ONCE`` at once): each
+    one's (wall clock when it was due, seconds from then to its answer), and the failures
+    (not 2xx, or no answer). A slow answer does not hold back the next ones."""
+
+    def __init__(self, port: int, raw_key: str):
+        super().__init__(daemon=True)
+        self.port, self.headers = port, {"X-SVC-API-Key": raw_key}
+        self.samples: list[tuple[float, float]] = []
+        self.failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        pool = ThreadPoolExecutor(max_workers=WHOAMI_AT_ONCE)
+        due = time.monotonic()
+        try:
+            while not self._halt.is_set():
+                pool.submit(self._call, time.time(), time.monotonic())
+                due += WHOAMI_EVERY
+                self._halt.wait(max(0.0, due - time.monotonic()))
+        finally:
+            pool.shutdown(wait=True)
+
+    def _call(self, sent: float, due: float) -> None:
+        try:
+            status, _ = request(self.port, "GET", WHOAMI, self.headers, timeout=10)
+            failure = None if 200 <= status < 300 else f"HTTP {status}"
+        except (OSError, http.client.HTTPException) as error:
+            failure = type(error).__name__
+        with self._lock:
+            self.samples.append((sent, time.monotonic() - due))
+            if failure:
+                self.failures[failure] = self.failures.get(failure, 0) + 1
+
+    def stop(self) -> WhoamiProbe:
+        self._halt.set()
+        self.join(30)
+        return self
+
+
+def first_delta_scenario(args, raw_key: str, fake, port: int) -> dict:
+    """``FIRST_DELTA_RUNS`` streamed runs, ``FIRST_DELTA_CLIENTS`` at a time."""
+    fake.reset_peak()
+    opened = OpenStreams()
+    runs = stream_all(FIRST_DELTA_RUNS, FIRST_DELTA_CLIENTS, port, raw_key, args.tool, opened)
+    return {**stream_figures(runs, fake), "peak_open": opened.peak, "peak": fake.peak_in_flight}
+
+
+def many_streams_scenario(count: int, args, raw_key: str, fake, port: int,
+                          web: subprocess.Popen, io: list[subprocess.Popen],
+                          ramp: float = 0.0) -> dict:  # fmt: skip
+    """``count`` streamed runs at once (or sent over ``ramp`` seconds) while whoami is asked
+    every ``WHOAMI_EVERY`` s."""
+    for _ in range(10):  # each web worker has answered whoami before it is timed
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            request(port, "GET", WHOAMI, {"X-SVC-API-Key": raw_key}, timeout=10)
+    fake.reset_peak()
+    opened = OpenStreams()
+    load = os.getloadavg()[0]
+    web_cpu0, bench_cpu0 = group_cpu_seconds(web.pid), time.process_time()
+    io_cpu0, machine0 = sum(cpu_seconds(p.pid) for p in io), machine_cpu()
+    probe = WhoamiProbe(port, raw_key)
+    probe.start()
+    began = time.monotonic()
+    runs = stream_all(count, count, port, raw_key, args.tool, opened, ramp)
+    wall = time.monotonic() - began
+    probe.stop()
+    figures = stream_figures(runs, fake)
+    answered = figures["answered"] or float("inf")
+    return {
+        **figures,
+        "peak_open": opened.peak,
+        "peak": fake.peak_in_flight,
+        "wall": wall,
+        "whoami": spread([seconds for _, seconds in probe.samples], 99),
+        # While the streams were being admitted (their POSTs answered), then once all were.
+        "whoami_submits": spread([t for sent, t in probe.samples if sent < answered], 99),
+        "whoami_open": spread([t for sent, t in probe.samples if sent >= answered], 99),
+        "whoami_failures": probe.failures,
+        "web_cpu": group_cpu_seconds(web.pid) - web_cpu0,
+        "io_cpu": sum(cpu_seconds(p.pid) for p in io) - io_cpu0,
+        "bench_cpu": time.process_time() - bench_cpu0,
+        "busy": busy_share(machine0, machine_cpu()),
+        "load": load,
+    }
+
+
 # --------------------------------------------------------------------------- printing
 
 COLUMNS = (
@@ -552,6 +874,125 @@ def print_sync(r: dict) -> None:
     )
 
 
+def timing(values: tuple[float, float, float, int], unit: str = "ms") -> str:
+    """A ``spread`` as p50/p95/max, in ms or s."""
+    p50, p95, top, count = values
+    if not count:
+        return "none"
+    scale, digits = (1000, 0) if unit == "ms" else (1, 2)
+    shown = (f"{value * scale:.{digits}f}" for value in (p50, p95, top))
+    return "p50 {} {unit}, p95 {} {unit}, max {} {unit}".format(*shown, unit=unit)
+
+
+def whoami_line(values: tuple[float, float, float, int]) -> str:
+    p50, p99, top, count = values
+    return (
+        f"{count} calls, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {top * 1000:.0f} ms"
+    )
+
+
+def print_stream_runs(r: dict) -> None:
+    """The per-run figures of a streams scenario."""
+    deltas = r["deltas"]
+    counts = (
+        f"min {deltas[0]}, p50 {percentile(deltas, 50):.0f}, max {deltas[-1]}" if deltas else "-"
+    )
+    print(
+        f"    client's first delta - provider's first piece: {timing(r['lag'])} "
+        f"({r['lag'][3]} runs matched)\n"
+        f"    submit -> answered (status and headers): {timing(r['to_answer'])}\n"
+        f"    submit -> first delta: {timing(r['to_first'])}; "
+        f"submit -> done: {timing(r['to_done'], 's')}\n"
+        f"    deltas per run: {counts}; reset events: {r['resets']}; runs whose deltas put "
+        f"together differ from the done output: {r['mismatches']}",
+        flush=True,
+    )
+    for text, output in r["differs"]:
+        print(f"      for one: deltas {text[:80]!r}, output {(output or '')[:80]!r}")
+
+
+def print_streams(first: dict, many: dict | None, held: dict | None, tool: str) -> None:
+    print(
+        f'\nstreams: {tool} with "stream": true; the provider writes {STREAM_PIECES} pieces '
+        f"over {STREAM_SECONDS:g} s (no latency before the first)"
+    )
+    print(
+        f"  first delta, {first['runs']} runs {FIRST_DELTA_CLIENTS} at a time: "
+        f"{first['opened']} answered 200, {first['done']} ended with done; "
+        f"failed: {first['failures'] or 'none'}"
+    )
+    print_stream_runs(first)
+    if many is not None:
+        print_many(f"{many['runs']} streams at once", many)
+    if held is not None:
+        print_many(
+            f"{held['runs']} streams held open (sent over {RAMP_SECONDS:g} s, each answer "
+            f"written over {HOLD_SECONDS:g} s)",
+            held,
+        )
+
+
+def print_many(title: str, many: dict) -> None:
+    print(
+        f"  {title}: {many['opened']} answered 200, {many['done']} "
+        f"ended with done; refused or failed: {many['failures'] or 'none'}; at most "
+        f"{many['peak_open']} open at once; all ended in {many['wall']:.2f} s; peak in flight "
+        f"at the provider {many['peak']}"
+    )
+    print_stream_runs(many)
+    print(
+        f"    whoami meanwhile (one due every {WHOAMI_EVERY * 1000:.0f} ms): "
+        f"{whoami_line(many['whoami'])}; failed: {many['whoami_failures'] or 'none'}\n"
+        f"      sent while the streams' POSTs were being answered: "
+        f"{whoami_line(many['whoami_submits'])}\n"
+        f"      sent once every stream was answered: {whoami_line(many['whoami_open'])}"
+    )
+    print(
+        f"    CPU: the web processes {many['web_cpu']:.1f} s, the I/O worker "
+        f"{many['io_cpu']:.1f} s, the bench's own process (clients and fake provider) "
+        f"{many['bench_cpu']:.1f} s; the machine's {os.cpu_count()} cores "
+        f"{many['busy']:.0%} busy; machine load average before: {many['load']:.2f}",
+        flush=True,
+    )
+
+
+def streams_goals_line(first: dict, many: dict | None, held: dict | None) -> str:
+    """The streams scenarios against the issue's goals: the first delta; N streams none
+    refused (at once, and held open); whoami p99 < 1 s while N are held open (the burst of
+    N admissions at once is reported, not held to it)."""
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "not met"
+
+    lag_max, matched = first["lag"][2], first["lag"][3]
+    checks = [
+        f"first delta <= {GOAL_FIRST_DELTA_S * 1000:.0f} ms after the provider's first piece "
+        f"{verdict(matched == first['runs'] and lag_max <= GOAL_FIRST_DELTA_S)} "
+        f"(max {lag_max * 1000:.0f} ms over {matched} of {first['runs']} runs)"
+    ]
+    for label, figures in (("at once", many), ("held open", held)):
+        if figures is None:
+            continue
+        failed = sum(figures["failures"].values())
+        checks.append(
+            f"{figures['runs']} streams {label} with none refused or failed "
+            f"{verdict(not failed and figures['opened'] == figures['runs'])} ({failed})"
+        )
+    if held is not None:
+        p99 = held["whoami"][1]
+        checks.append(
+            f"whoami p99 < {GOAL_WHOAMI_P99_S:g} s while they are held open, none failed "
+            f"{verdict(p99 < GOAL_WHOAMI_P99_S and not held['whoami_failures'])} "
+            f"({p99 * 1000:.0f} ms, {sum(held['whoami_failures'].values())} failed; during "
+            f"the burst of {many['runs'] if many else 0} admissions at once: "
+            f"{many['whoami'][1] * 1000:.0f} ms)"
+            if many is not None
+            else f"whoami p99 < {GOAL_WHOAMI_P99_S:g} s while they are held open "
+            f"{verdict(p99 < GOAL_WHOAMI_P99_S and not held['whoami_failures'])}"
+        )
+    return "streams: " + "; ".join(checks)
+
+
 def count_log_problems(logs: Path) -> None:
     """Lines with ERROR or Traceback in each log."""
     print(f"\nlogs: {logs}")
@@ -568,7 +1009,9 @@ def count_log_problems(logs: Path) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, nargs="+", default=[2.0, 0.2])
-    parser.add_argument("--runs", type=int, nargs="+", default=[40, 300, 1000])
+    parser.add_argument(
+        "--runs", type=int, nargs="*", default=[40, 300, 1000], help="none: no async runs"
+    )
     parser.add_argument(
         "--database-url", default="postgresql://postgres@127.0.0.1:5432/provider_load"
     )
@@ -578,7 +1021,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=256, help="threads submitting")
     parser.add_argument("--sync", action="store_true", help="also the Prefer: wait=60 run")
     parser.add_argument("--tool", default="toast-speech-writer", help="an llm.chat tool")
+    parser.add_argument(
+        "--streams",
+        type=int,
+        nargs="?",
+        const=500,
+        default=None,
+        metavar="N",
+        help="also the streamed runs: the first delta, then N streams at once (500)",
+    )
     return parser.parse_args(argv)
+
+
+def streams_scenarios(args, raw_key: str, logs: Path, processes: list):
+    """A deployment whose provider streams its answers slowly: the first-delta runs, then
+    ``--streams`` runs at once (none for 0), then as many held open (sent over
+    ``RAMP_SECONDS``, each answer written over ``HOLD_SECONDS``)."""
+    with deployment(0.0, args, raw_key, logs, processes, tag="streams") as (fake, port, web, io):
+        fake.stream_pieces, fake.stream_seconds = STREAM_PIECES, STREAM_SECONDS
+        first = first_delta_scenario(args, raw_key, fake, port)
+        many = held = None
+        if args.streams:
+            many = many_streams_scenario(args.streams, args, raw_key, fake, port, web, io)
+            fake.stream_seconds = HOLD_SECONDS
+            held = many_streams_scenario(
+                args.streams, args, raw_key, fake, port, web, io, ramp=RAMP_SECONDS
+            )
+    return first, many, held
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -588,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"logs of the processes: {logs}", flush=True)
     processes: list[subprocess.Popen] = []
     results: list[dict] = []
-    latencies = list(args.latency)
+    latencies = list(args.latency) if args.runs else []
     if args.sync and GOAL_LATENCY not in latencies:
         latencies.append(GOAL_LATENCY)  # a deployment for the sync run alone
     try:
@@ -600,7 +1069,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.clients} client threads; {args.database_url}; {args.redis_url}",
             flush=True,
         )
-        print_header()
+        if args.runs:
+            print_header()
         for latency in latencies:
             with deployment(latency, args, raw_key, logs, processes) as (fake, port, web, io):
                 if latency in args.latency:
@@ -610,11 +1080,17 @@ def main(argv: list[str] | None = None) -> int:
                         results.append(result)
                 if args.sync and latency == GOAL_LATENCY:
                     sync = sync_scenario(args.tool, raw_key, fake, port)
+        if args.streams is not None:
+            first, many, held = streams_scenarios(args, raw_key, logs, processes)
         if args.sync:
             print_sync(sync)
+        if args.streams is not None:
+            print_streams(first, many, held, args.tool)
         print()
         for result in results:
             print(goals_line(result, args.io_workers))
+        if args.streams is not None:
+            print(streams_goals_line(first, many, held))
     except SetupFailed as failed:
         print(f"SETUP FAILED:\n{failed}", file=sys.stderr)
         return 2

@@ -8,11 +8,23 @@ import redis
 
 
 def redis_client(app) -> redis.Redis | None:
+    """The app's client. Its pool opens at most ``REDIS_MAX_CONNECTIONS``; a caller past them
+    waits for one to be free (``REDIS_POOL_TIMEOUT`` at most), where redis-py's default pool
+    would refuse at once ("Too many connections"): 500 followers of run streams in one web
+    process, each reading its stream when woken, cut streams off mid-way."""
     if "redis" not in app.extensions:
         url = app.config.get("REDIS_URL")
-        app.extensions["redis"] = (
-            redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2) if url else None
-        )
+        client = None
+        if url:
+            pool = redis.BlockingConnectionPool.from_url(
+                url,
+                max_connections=int(app.config.get("REDIS_MAX_CONNECTIONS", 200)),
+                timeout=float(app.config.get("REDIS_POOL_TIMEOUT", 10.0)),
+                socket_timeout=5,
+                socket_connect_timeout=2,
+            )
+            client = redis.Redis(connection_pool=pool)
+        app.extensions["redis"] = client
     return app.extensions["redis"]
 
 

@@ -14,7 +14,8 @@ The stream is a view: the ended run's record in SQL stays the source of truth, a
 endpoint answers the run's end from it (``done`` with the status record, or ``error``), not
 from the stream. So a run whose events were never written (an inline run, a run that ended
 before this existed, or whose ``end`` was lost with its worker) still ends its stream: a
-follower looks at the run's status whenever it has waited ``LOOK_EVERY`` seconds.
+follower looks at the run's status when it has waited a while (``LOOK_EVERY`` seconds, then
+less often).
 
 A follower holds no Redis connection while it waits: every append also publishes the run's
 id on one channel, and one subscription per process wakes the followers of that run
@@ -79,7 +80,8 @@ class RedisRunEvents:
         db = client.connection_pool.connection_kwargs.get("db", 0)
         self.waiters = Waiters(client, channel=f"{EVENTS_CHANNEL}:{db}")
 
-    def append(self, run_id: str, kind: str, data: dict | None = None) -> None:
+    def append(self, run_id: str, kind: str, data: dict | None = None) -> bool:
+        """Append an event; False when Redis could not take it (logged)."""
         pipe = self.redis.pipeline(transaction=False)
         pipe.xadd(
             _key(run_id),
@@ -94,6 +96,8 @@ class RedisRunEvents:
             pipe.execute()
         except redis.RedisError as error:
             log.warning("could not write a %s event of run %s: %s", kind, run_id, error)
+            return False
+        return True
 
     def after(self, run_id: str, last: str | None) -> list[Event]:
         """The run's events after the one whose id is ``last`` (all of them for None)."""
@@ -111,7 +115,11 @@ class RedisRunEvents:
         with self.waiters.watching(run_id) as woken:
             while time.monotonic() < deadline:
                 woken.clear()
-                events = self.after(run_id, last)
+                try:
+                    events = self.after(run_id, last)
+                except redis.RedisError as error:  # read again after a while, from ``last``
+                    log.warning("could not read the events of run %s: %s", run_id, error)
+                    events = []
                 if events:
                     last = events[-1].id
                     yield events
@@ -129,7 +137,7 @@ class LocalRunEvents:
         self._expires: dict[str, float] = {}
         self._count = 0
 
-    def append(self, run_id: str, kind: str, data: dict | None = None) -> None:
+    def append(self, run_id: str, kind: str, data: dict | None = None) -> bool:
         with self._lock:
             self._forget_expired()
             self._count += 1
@@ -139,6 +147,7 @@ class LocalRunEvents:
             if kind == END:
                 self._expires[run_id] = time.monotonic() + RETENTION_SECONDS
             self._lock.notify_all()
+        return True
 
     def after(self, run_id: str, last: str | None) -> list[Event]:
         after = event_position(last) or (0, 0)
@@ -175,7 +184,8 @@ class TextWriter:
     The deltas add up to the text output: whitespace before the text is left out, and
     whitespace at its end is held until more text follows it (the output is trimmed).
     ``restart`` voids the text so far (a ``reset`` event: the answer is being written
-    again); ``close`` appends what is left, once the model is done."""
+    again); ``close`` appends what is left, once the model is done. Text Redis could not
+    take is sent again with the next piece."""
 
     GATHER_SECONDS = 0.1
 
@@ -212,10 +222,14 @@ class TextWriter:
             text = text.lstrip()
         body = text.rstrip()
         self._held = text[len(body) :]
-        if body:
-            self.events.append(self.run_id, DELTA, {**self._step, "text": body})
-            self._started = True
-            self._sent = time.monotonic()
+        if not body:
+            return
+        if not self.events.append(self.run_id, DELTA, {**self._step, "text": body}):
+            self._pending[:0] = [text]  # sent with what follows: a gap, never a hole
+            self._held = ""
+            return
+        self._started = True
+        self._sent = time.monotonic()
 
 
 def run_events() -> RedisRunEvents | LocalRunEvents:

@@ -22,6 +22,7 @@ from extensions import db
 from services import clock, idempotency, keys, quota, ratelimit, runs
 from services.keys import KeyContext
 from services.plans import upgrade_url
+from services.run_events import END, run_events
 
 # Code that runs on every request takes the objects behind Flask's ``request``, ``g`` and
 # ``current_app`` with ``_get_current_object()``, once: each attribute read through a proxy
@@ -430,7 +431,8 @@ def json_body() -> dict:
 
 
 def cancel_or_409(run: Any, cancel: Callable[[Any], bool]) -> None:
-    """Cancel a tool or workflow run with ``cancel`` and commit; 409 once it has ended."""
+    """Cancel a tool or workflow run with ``cancel`` and commit; 409 once it has ended. Its
+    followers' streams end (``done``, canceled) at once."""
     if not cancel(run):
         db.session.rollback()
         raise Problem(
@@ -439,6 +441,7 @@ def cancel_or_409(run: Any, cancel: Callable[[Any], bool]) -> None:
             f"The run has already ended ({run.status}); it cannot be canceled.",
         )
     db.session.commit()
+    run_events().append(run.id, END)
 
 
 def validation_failed(errors: dict[str, list[str]]) -> Problem:

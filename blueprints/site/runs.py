@@ -17,6 +17,7 @@ from extensions import db
 from models import TERMINAL_STATES, Run
 from services import runs, storage
 from services.recorder import recorder
+from services.run_events import END, run_events
 
 
 def _own_run(run_id: str) -> Run:
@@ -66,7 +67,7 @@ def run_status(run_id: str):
 
 
 @bp.get("/runs/<run_id>/events")
-def run_events(run_id: str):
+def run_event_stream(run_id: str):
     """The run's events as server-sent events, as the API streams them (``delta``, ``reset``),
     ended by ``done`` or ``error`` with the run's status only: the page then asks for its
     status region, which shows the output or the failure."""
@@ -79,6 +80,7 @@ def cancel_run(run_id: str):
     run = _own_run(run_id)
     if runs.cancel(run):
         db.session.commit()
+        run_events().append(run.id, END)  # its page's stream ends at once
     else:
         db.session.rollback()
     if request.headers.get("HX-Request"):

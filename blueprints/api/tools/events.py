@@ -15,7 +15,8 @@ client that lost its connection picks up where it was). An ended run replays its
 then ``done`` or ``error``; a run that writes no text (a tool without a model) sends only
 that. A comment line at least every ``KEEP_ALIVE_SECONDS`` keeps proxies from cutting an
 idle stream. The run's end is read from SQL, the run's record being the source of truth; the
-stream holds the text.
+stream holds the text. A run ended by cancel or by its job ends the stream at once (its
+``end`` event); one whose ``end`` was lost, when the follower next looks at its record.
 
 Following a run holds no database connection while it waits (the session is closed before
 each wait) and no place of the web worker's (the follower is parked, as a caller waiting
@@ -25,14 +26,18 @@ with ``Prefer: wait``). A client that goes away does not cancel the run.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 
 from flask import Response, stream_with_context
 
+from blueprints.api.problems import Problem, problem_body
 from extensions import db
 from models import TERMINAL_STATES, Run, WorkflowRun
 from services.run_events import END, event_position, run_events
+
+log = logging.getLogger(__name__)
 
 
 def events_response(description: str, kinds: tuple[str, ...]) -> dict:
@@ -75,6 +80,16 @@ LAST_EVENT_ID = {
     "description": "The id of the last event received: the stream goes on after it.",
 }
 KEEP_ALIVE_SECONDS = 10.0
+# A follower that has heard nothing looks at the run's record (an end whose event was lost)
+# after LOOK_FIRST seconds, then less and less often, up to every LOOK_MOST: a run waiting in
+# the queue with hundreds of followers cost a query each every 2 s.
+LOOK_FIRST, LOOK_MOST = 2.0, 16.0
+_BROKE_OFF = Problem(
+    503,
+    "service_unavailable",
+    "The stream broke off: a service it reads from failed. The run goes on; follow it again "
+    "(GET its events with Last-Event-ID set to this event's id) or read its status.",
+)
 # How long one request follows a run that has not ended (the client reconnects after,
 # with the last id): longer than a run's own timeout.
 FOLLOW_SECONDS = 900.0
@@ -95,34 +110,53 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
     had_ended = run if run.status in TERMINAL_STATES else None
     db.session.close()  # nothing is held while the stream waits
 
-    def generate() -> Iterator[str]:
+    sent = last  # the id of the last event sent
+
+    def follow() -> Iterator[tuple[str, str]]:
+        """(event id, text) of each event of the stream, and ("", comment) lines."""
         written = time.monotonic()
-        yield ": following run " + run_id + "\n\n"  # the headers and a first line, at once
         if had_ended is not None:
             end_id = "end"
             for event in run_events().after(run_id, last):
                 if event.kind == END:
                     end_id = event.id
                     break
-                yield _event(event.id, event.kind, event.data)
-            yield _event(end_id, *ending(had_ended))
+                yield event.id, _event(event.id, event.kind, event.data)
+            yield end_id, _event(end_id, *ending(had_ended))
             return
+        looked, look_every = time.monotonic(), LOOK_FIRST
         for batch in run_events().follow(run_id, last, FOLLOW_SECONDS):
             for event in batch:
                 if event.kind == END:
-                    yield _end(model, run_id, event.id, ending)
+                    yield event.id, _end(model, run_id, event.id, ending)
                     return
-                yield _event(event.id, event.kind, event.data)
-                written = time.monotonic()
-            if batch:
+                yield event.id, _event(event.id, event.kind, event.data)
+                written = looked = time.monotonic()
+                look_every = LOOK_FIRST
+            if batch or time.monotonic() - looked < look_every:
                 continue
             ended = _ended(model, run_id)
             if ended is not None:
-                yield _end(model, run_id, "end", ending, ended)
+                yield "end", _end(model, run_id, "end", ending, ended)
                 return
+            looked, look_every = time.monotonic(), min(2 * look_every, LOOK_MOST)
             if time.monotonic() - written >= KEEP_ALIVE_SECONDS:
-                yield ": keep-alive\n\n"
+                yield "", ": keep-alive\n\n"
                 written = time.monotonic()
+
+    def generate() -> Iterator[str]:
+        nonlocal sent
+        yield ": following run " + run_id + "\n\n"  # the headers and a first line, at once
+        try:
+            for event_id, text in follow():
+                yield text
+                sent = event_id or sent
+        except Exception:  # noqa: BLE001 - said to the client, who would otherwise hang
+            # A backing service failed mid-stream: the stream ends with an error that says
+            # so, its id the last event's (a client following again picks up after it).
+            log.exception("the event stream of run %s broke off", run_id)
+            db.session.close()
+            yield _event(sent or "0-0", "error", problem_body(_BROKE_OFF))
 
     response = Response(stream_with_context(generate()), mimetype="text/event-stream")
     response.events_of = run_id  # the run it follows (an Idempotency-Key keeps that)

@@ -22,6 +22,7 @@ from catalogue import load_catalogue
 from extensions import db
 from models import TERMINAL_STATES, Run, User, WorkflowRun
 from services import clock, run_history, runs, usage_dashboard, workflows
+from services.run_events import END, run_events
 
 STATE_NAMES = {
     "pending": "waiting for earlier steps",
@@ -234,6 +235,7 @@ def cancel_account_run(run_id: str):
         canceled = False
     if canceled:
         db.session.commit()
+        run_events().append(run.id, END)  # its page's stream ends at once
     else:
         db.session.rollback()
     if request.headers.get("HX-Request"):

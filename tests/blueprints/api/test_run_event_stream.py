@@ -405,3 +405,72 @@ def test_a_streamed_run_with_an_idempotency_key_streams_and_a_retry_follows_the_
     assert "event: delta" in rest and "event: done" in rest
     who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
     assert who["usage"]["calls_today"] == 1  # it ran once
+
+
+@needs_pg
+@needs_redis
+def test_a_stream_that_breaks_off_ends_with_an_error_event_naming_where_it_was(
+    app, client, make_key, monkeypatch
+):
+    """A backing service failing mid-stream never leaves the client hanging after its 200:
+    an ``error`` event says so, its id the last event's, and following again resumes."""
+    raw = make_key()
+    run_id = _submit(client, raw)
+    run_events().append(run_id, DELTA, {"text": "written"})
+
+    def database_down(*args):
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr("blueprints.api.tools.events._ended", database_down)
+    events = _events(_stream(client, raw, run_id))
+
+    (delta_id, _, _), (error_id, kind, problem) = events
+    assert kind == "error" and error_id == delta_id
+    assert (problem["status"], problem["code"]) == (503, "service_unavailable")
+    monkeypatch.undo()
+    jobs.runs.run_tool_job(run_id)
+    resumed = _events(_stream(client, raw, run_id, last=error_id))
+    assert [kind for _, kind, _ in resumed] == ["done"]
+
+
+def test_text_redis_could_not_take_goes_with_the_next_piece(app):
+    from services.run_events import LocalRunEvents, TextWriter
+
+    class Flaky(LocalRunEvents):
+        fail = True
+
+        def append(self, run_id, kind, data=None):
+            if self.fail:
+                self.fail = False
+                return False
+            return super().append(run_id, kind, data)
+
+    events = Flaky()
+    writer = TextWriter("r2", events)
+    writer("One ")  # refused
+    writer("two")
+    writer.close()
+    assert "".join(e.data["text"] for e in events.after("r2", None)) == "One two"
+
+
+@needs_pg
+@needs_redis
+def test_cancel_ends_a_followers_stream_at_once_with_the_canceled_record(app, client, make_key):
+    raw = make_key()
+    run_id = _submit(client, raw)  # queued: no worker here
+    response = client.get(f"/v1/tools/run/{run_id}/events", headers=auth(raw), buffered=False)
+    chunks = iter(response.response)
+    next(chunks)
+
+    def cancel():
+        time.sleep(0.2)
+        with app.app_context():
+            app.test_client().post(f"/v1/tools/run/{run_id}/cancel", headers=auth(raw))
+
+    canceler = threading.Thread(target=cancel)
+    started = time.monotonic()
+    canceler.start()
+    rest = b"".join(chunks).decode()
+    canceler.join(5)
+    assert time.monotonic() - started < 1.5  # its end event, not a look at the record
+    assert "event: done" in rest and '"status":"canceled"' in rest
