@@ -37,6 +37,7 @@ its first content piece was written.
 from __future__ import annotations
 
 import base64
+import contextlib
 import email.parser
 import email.policy
 import hashlib
@@ -207,6 +208,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    # A client that hung up mid-answer (a run canceled while its answer streams) is no
+    # error of the fake's: http.server would print a traceback as it flushes and closes.
+    def handle(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            super().handle()
+
+    def finish(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            super().finish()
 
     def do_GET(self) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}
