@@ -30,9 +30,10 @@ class PlatformRequest(Request):
 
     werkzeug reads a body through a limiting stream, in chunks until the end, and finds
     the length through its header mapping: about 25 µs for a small JSON body here, a
-    tenth of what an inline tool run adds to a request (bench/README.md). A body whose
-    ``Content-Length`` is declared, within the limit and not chunked is read whole, straight
-    from the server's input; anything else is left to werkzeug, which answers it as before.
+    tenth of what an inline tool run adds to a request
+    (docs/contributing/benchmarks/api-overhead.md). A body whose ``Content-Length`` is
+    declared, within the limit and not chunked is read whole, straight from the server's
+    input; anything else is left to werkzeug, which answers it as before.
     """
 
     @property
@@ -171,6 +172,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     register_extensions(app)
     register_catalogue(app)
     register_request_ids(app)
+    register_jobs(app)
     register_blueprints(app)
     register_commands(app)
     return app
@@ -374,11 +376,17 @@ def register_request_ids(app: Flask) -> None:
         return response
 
 
+def register_jobs(app: Flask) -> None:
+    from jobs import maintenance
+
+    maintenance.init_app(app)  # the in-process queue starts it where it runs the jobs
+
+
 def register_blueprints(app: Flask) -> None:
     from blueprints.api import register_api
-    from blueprints.site import register_site
+    from blueprints.site import register_site, render_error
 
-    register_api(app)
+    register_api(app, error_page=render_error)
     register_site(app)
 
 

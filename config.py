@@ -1,251 +1,277 @@
-"""Settings from the environment, read once by ``create_app``."""
+"""Every setting, declared once in ``SETTINGS``: its name, type, default and what it is for.
+
+``Config`` holds the defaults (``app.config.from_object``), ``Config.from_env()`` reads each
+setting from the environment variable of its own name (or those its ``env`` names:
+``DATABASE_URL``, ``APP_ENV``) and ``settings()`` is both overlaid, the settings outside an app.
+"""
 
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 INSTANCE_DIR = Path(__file__).resolve().parent / "instance"
 
 
-def _database_url() -> str:
-    url = os.environ.get("DATABASE_URL", "")
-    if not url:
-        return f"sqlite:///{INSTANCE_DIR / 'platform.db'}"
-    # Heroku hands out postgres:// URLs; SQLAlchemy wants an explicit driver.
+def _with_driver(url: str) -> str:
+    """Heroku hands out postgres:// URLs; SQLAlchemy wants an explicit driver."""
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
-def _bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+def _bool(text: str) -> bool:
+    return text.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _storage_settings() -> dict:
-    """The file storage settings that are set, as text: ``services.storage.init_app`` checks
-    them (and refuses to start with a message naming the setting)."""
-    names = (
-        "STORAGE_BACKEND",
-        "S3_BUCKET",
-        "S3_ENDPOINT_URL",
+_PARSERS: dict[type, Callable[[str], Any]] = {str: str, int: int, float: float, bool: _bool}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of the app's config.
+
+    It is read from the environment variable of its own name, or from those in ``env`` (the
+    first one set wins), and parsed by its type; a variable set to the empty string is unset,
+    and an unset setting keeps its default (None for an optional one). ``env=()`` marks a
+    setting that is not read from the environment (a Flask or extension internal). ``text``:
+    the variable's text is passed on stripped, unparsed, for the code that uses the setting to
+    check (it refuses to start with a message naming the setting). ``parse`` replaces the
+    type's parsing."""
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    env: tuple[str, ...] | None = None
+    text: bool = False
+    parse: Callable[[str], Any] | None = None
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The environment variables it is read from, in order (none: fixed)."""
+        return (self.name,) if self.env is None else self.env
+
+    def read(self, environ: Mapping[str, str]) -> Any:
+        """Its value in ``environ``, or its default."""
+        for variable in self.variables:
+            value = environ.get(variable, "")
+            if self.text:
+                value = value.strip()
+            if value:
+                if self.text:
+                    return value
+                return (self.parse or _PARSERS[self.type])(value)
+        return self.default
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "ENV_NAME",
+        str,
+        "production",
+        "development, test or production",
+        env=("APP_ENV", "FLASK_ENV"),
+    ),
+    Setting("SECRET_KEY", str, None, "signs sessions and tokens; required outside development"),
+    Setting(
+        "SQLALCHEMY_DATABASE_URI",
+        str,
+        f"sqlite:///{INSTANCE_DIR / 'platform.db'}",
+        "the database (PostgreSQL; Heroku's postgres:// URLs work)",
+        env=("DATABASE_URL",),
+        parse=_with_driver,
+    ),
+    # Fixed: docs/workers.md counts connections by SQLAlchemy's default pool.
+    Setting("SQLALCHEMY_ENGINE_OPTIONS", dict, {}, "SQLAlchemy's engine options", env=()),
+    Setting(
+        "DB_PING_AFTER_IDLE", float, 1.0, "a pooled connection idle this long is pinged (app.py)"
+    ),
+    Setting("REDIS_URL", str, None, "Redis (unset: limits and quota live in process memory)"),
+    # A caller past REDIS_MAX_CONNECTIONS waits for one up to REDIS_POOL_TIMEOUT seconds, then
+    # the request answers 503. A web process follows hundreds of run streams at once, and the
+    # I/O worker runs 250 jobs.
+    Setting(
+        "REDIS_MAX_CONNECTIONS", int, 200, "Redis connections a process opens at once, at most"
+    ),
+    Setting("REDIS_POOL_TIMEOUT", float, 10.0, "seconds a caller waits for a Redis connection"),
+    Setting("AI_BASE_URL", str, None, "the OpenAI-compatible model provider's API"),
+    Setting("AI_API_KEY", str, None, "its key (local servers need none)"),
+    Setting("AI_MODEL_CHAT", str, "gpt-4o-mini", "the provider's chat model"),
+    Setting("AI_MODEL_IMAGE", str, "gpt-image-1", "the provider's image model"),
+    Setting("AI_MODEL_TRANSCRIBE", str, "whisper-1", "the provider's transcription model"),
+    Setting("AI_MODEL_SPEECH", str, "tts-1", "the provider's speech model"),
+    Setting("AI_MODEL_EMBED", str, "text-embedding-3-small", "the provider's embedding model"),
+    Setting(
+        "AI_TIMEOUT_SECONDS", float, 60.0, "seconds per provider call attempt (connect: 10 at most)"
+    ),
+    Setting("LOCAL_LLM_GGUF", str, None, "the embedded text model's GGUF file (else the wheel's)"),
+    Setting("LOCAL_LLM_SEED", int, None, "a fixed seed for its sampling (unset: random)"),
+    Setting(
+        "FETCH_ALLOW_PRIVATE", bool, False, "fetches of user-given URLs may reach private addresses"
+    ),
+    # Every absolute URL is built on PUBLIC_BASE_URL (services/urls.py); outside development
+    # it is required and a request for any other host than it, TRUSTED_HOSTS and loopback is
+    # a 400. TRUSTED_HOSTS stays text until ``services.urls.configure`` makes it a list.
+    Setting("PUBLIC_BASE_URL", str, None, "the address clients reach the service at"),
+    Setting(
+        "TRUSTED_HOSTS", str, None, "other hosts requests may come to, comma-separated", text=True
+    ),
+    # Generated files (services.storage): "database" (the default) or "s3"; setting S3_BUCKET
+    # alone selects "s3". Without S3 keys, boto3's own chain is used (AWS_* variables, a
+    # profile, an instance role). S3_ENDPOINT_URL points at MinIO, R2, Wasabi and the like. A
+    # slow or unreachable bucket answers 503 within about S3_MAX_ATTEMPTS x (connect or read
+    # timeout) plus backoff. Their text is checked by ``services.storage.init_app``.
+    Setting("STORAGE_BACKEND", str, None, "where files' bytes go: database or s3", text=True),
+    Setting("S3_BUCKET", str, None, "the bucket's name", text=True),
+    Setting(
+        "S3_ENDPOINT_URL", str, None, "the provider's endpoint, for anything but AWS", text=True
+    ),
+    Setting(
         "S3_REGION",
-        "S3_ACCESS_KEY_ID",
-        "S3_SECRET_ACCESS_KEY",
-        "S3_PREFIX",
-        "S3_CONNECT_TIMEOUT",
-        "S3_READ_TIMEOUT",
-        "S3_MAX_ATTEMPTS",
-    )
-    settings = {
-        name: os.environ[name].strip() for name in names if os.environ.get(name, "").strip()
-    }
-    # The region boto3 itself would read, unless S3_REGION says otherwise.
-    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
-        if "S3_REGION" not in settings and os.environ.get(name, "").strip():
-            settings["S3_REGION"] = os.environ[name].strip()
-    return settings
+        str,
+        None,
+        "the bucket's region (else boto3's, else us-east-1)",
+        env=("S3_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"),
+        text=True,
+    ),
+    Setting("S3_ACCESS_KEY_ID", str, None, "the bucket's key id (with the secret)", text=True),
+    Setting("S3_SECRET_ACCESS_KEY", str, None, "the bucket's secret key", text=True),
+    Setting("S3_PREFIX", str, "", "a prefix for the objects' keys", text=True),
+    Setting("S3_CONNECT_TIMEOUT", float, 3.0, "seconds to connect to the bucket", text=True),
+    Setting("S3_READ_TIMEOUT", float, 15.0, "seconds to wait for the bucket's answer", text=True),
+    Setting("S3_MAX_ATTEMPTS", int, 3, "attempts per bucket call, in all", text=True),
+    # Request bodies (docs/architecture/request-pipeline.md).
+    Setting("MAX_TEXT_BODY", int, 1024 * 1024, "bytes of a text request's body, at most"),
+    Setting("MAX_CONTENT_LENGTH", int, 25 * 1024 * 1024, "bytes of a body carrying files, at most"),
+    # Revocation and plan changes reach every process within twice KEY_CACHE_SECONDS (the
+    # promise is one second); a stale key is served a little longer while one request reloads
+    # it (services/keys.py).
+    Setting("KEY_CACHE_SECONDS", float, 0.5, "how long a resolved key is served from cache"),
+    # services/recorder.py: inline runs are in the run journal until their rows are written.
+    Setting(
+        "RUN_RECORD_DELAY", float, 0.5, "inline runs' rows are written this often (0: at once)"
+    ),
+    Setting(
+        "RUN_JOURNAL_GRACE_SECONDS",
+        float,
+        20.0,
+        "a journaled run no process wrote this long is written by a worker",
+    ),
+    # Longer than any request may last: gunicorn's --timeout is 75.
+    Setting(
+        "RUN_INFLIGHT_GRACE_SECONDS",
+        float,
+        90.0,
+        "an inline run's reservation not journaled this long is given back",
+    ),
+    # A submission takes milliseconds: its web process died in between.
+    Setting(
+        "RUN_SUBMIT_GRACE_SECONDS",
+        float,
+        20.0,
+        "a queued run's reservation whose row was not committed this long is given back",
+    ),
+    # Stale runs (services/sweeper.py): a worker holds a lease on its job, renewed every third
+    # of JOB_LEASE_SECONDS, so a killed worker is known once it lapses; runs younger than the
+    # grace (and jobs past their deadline by less) are left alone.
+    Setting("SWEEP_INTERVAL_SECONDS", float, 15.0, "every worker sweeps stale runs this often"),
+    Setting("SWEEP_GRACE_SECONDS", float, 30.0, "runs younger than this are not swept"),
+    Setting("JOB_LEASE_SECONDS", float, 30.0, "a killed worker's jobs are known lost after this"),
+    Setting("RQ_MAINTENANCE_SECONDS", float, 60.0, "RQ's own registry cleanup runs this often"),
+    # The I/O worker (``worker-io``, blueprints/cli/worker.py).
+    Setting("IO_WORKER_CONCURRENCY", int, 250, "jobs in flight at once per process"),
+    Setting(
+        "IO_WORKER_STOP_GRACE_SECONDS",
+        float,
+        20.0,
+        "how long a stop waits for them before leaving them to their leases",
+    ),
+    # flask-limiter. Fixed: the API spends each key's limits itself, on this strategy, and
+    # writes its own headers (services/ratelimit.py).
+    Setting("RATELIMIT_HEADERS_ENABLED", bool, False, "flask-limiter's headers", env=()),
+    Setting("RATELIMIT_STRATEGY", str, "fixed-window", "flask-limiter's strategy", env=()),
+    # flask-smorest / OpenAPI. Fixed: the API's published description and its address
+    # (/v1/openapi.json), which clients are generated from.
+    Setting("API_TITLE", str, "Tool and Workflow Platform API", "the API's title", env=()),
+    Setting("API_VERSION", str, "v1", "the API's version", env=()),
+    Setting("OPENAPI_VERSION", str, "3.1.0", "the OpenAPI version", env=()),
+    Setting("OPENAPI_URL_PREFIX", str, "/v1", "where the description is served", env=()),
+    Setting("OPENAPI_JSON_PATH", str, "openapi.json", "the description's path", env=()),
+    # The site's web allowance (services/allowance.py): counted per salted hash of the
+    # address (IPv6 by /64), whatever cookies say.
+    Setting(
+        "WEB_ADDRESS_DAILY_CAP", int, 20, "runs a day from one address; anonymous: the free plan's"
+    ),
+    # The site assistant (services/assistant/); limits in flask-limiter's syntax, per visitor
+    # (its cookie) and per address (a salted hash).
+    Setting("ASSISTANT_MAX_QUESTION_CHARS", int, 500, "the longest question"),
+    Setting("ASSISTANT_VISITOR_LIMIT", str, "20/10 minutes", "questions one visitor may ask"),
+    Setting("ASSISTANT_ADDRESS_LIMIT", str, "60/10 minutes", "questions one address may ask"),
+    # Each email also has 3 an hour.
+    Setting("SIGNUP_ADDRESS_LIMIT", str, "10/hour", "sign-ups from one client address"),
+    # Never more than really are there: a client could then choose its own address.
+    Setting(
+        "TRUSTED_PROXIES",
+        int,
+        0,
+        "proxies whose X-Forwarded-For is trusted (1 on Heroku; 0: the connection's address)",
+    ),
+    # Mail to people (services/mail.py).
+    Setting(
+        "MAIL_URL", str, None, "smtp://user:password@host:587, smtps://...:465 or log: (unset)"
+    ),
+    Setting("MAIL_FROM", str, "SVC <no-reply@localhost>", "the mails' sender"),
+    # The site's session cookies (flask-login keeps the signed-in user there): HttpOnly,
+    # SameSite=Lax, and Secure outside development and tests (create_app sets that). Fixed:
+    # their protections are the site's security, not a deployment's choice.
+    Setting("SESSION_COOKIE_NAME", str, "svc_session", "the session cookie", env=()),
+    Setting("SESSION_COOKIE_HTTPONLY", bool, True, "not readable by scripts", env=()),
+    Setting("SESSION_COOKIE_SAMESITE", str, "Lax", "not sent by other sites' requests", env=()),
+    Setting("REMEMBER_COOKIE_NAME", str, "svc_remember", "the remember-me cookie", env=()),
+    Setting("REMEMBER_COOKIE_HTTPONLY", bool, True, "not readable by scripts", env=()),
+    Setting("REMEMBER_COOKIE_SAMESITE", str, "Lax", "not sent by other sites' requests", env=()),
+    Setting("REMEMBER_COOKIE_DURATION", int, 30 * 86400, "seconds it lasts", env=()),
+)
 
 
 class Config:
-    """Defaults for every environment; ``from_env`` overlays the environment."""
-
-    ENV_NAME = "production"
-    SECRET_KEY: str | None = None
-    SQLALCHEMY_DATABASE_URI = ""
-    SQLALCHEMY_ENGINE_OPTIONS: dict = {}
-    # A pooled database connection idle this long is pinged before use (app.py).
-    DB_PING_AFTER_IDLE = 1.0
-    REDIS_URL: str | None = None
-    # The most Redis connections a process opens at once (services/redis.py): a caller past
-    # them waits for one up to REDIS_POOL_TIMEOUT seconds, then the request answers 503. A
-    # web process follows hundreds of run streams at once, and the I/O worker runs 250 jobs.
-    REDIS_MAX_CONNECTIONS = 200
-    REDIS_POOL_TIMEOUT = 10.0
-    AI_BASE_URL: str | None = None
-    AI_API_KEY: str | None = None
-    # One model name per capability of the OpenAI-compatible provider.
-    AI_MODEL_CHAT = "gpt-4o-mini"
-    AI_MODEL_IMAGE = "gpt-image-1"
-    AI_MODEL_TRANSCRIBE = "whisper-1"
-    AI_MODEL_SPEECH = "tts-1"
-    AI_MODEL_EMBED = "text-embedding-3-small"
-    AI_TIMEOUT_SECONDS = 60.0
-    # The embedded text model: a GGUF file (default: the SmolLM2 wheel's own).
-    LOCAL_LLM_GGUF: str | None = None
-    # A fixed seed for its sampling: the same input gets the same answer (None: random).
-    LOCAL_LLM_SEED: int | None = None
-    # Outbound fetches of user-given URLs may reach private addresses (development only).
-    FETCH_ALLOW_PRIVATE = False
-    # The address clients reach the service at: every absolute URL it hands out is built on
-    # it (services/urls.py); required outside development. TRUSTED_HOSTS (comma-separated)
-    # names other hosts requests may come to (a second domain); any other Host is a 400.
-    PUBLIC_BASE_URL: str | None = None
-    TRUSTED_HOSTS: list[str] | None = None
-    # Generated files (services/storage.py): "database" (the default) or "s3"; setting
-    # S3_BUCKET alone selects "s3". Without S3 keys, boto3's own chain is used (AWS_* variables,
-    # a profile, an instance role). S3_ENDPOINT_URL points at MinIO, R2, Wasabi and the like.
-    STORAGE_BACKEND: str | None = None
-    S3_BUCKET: str | None = None
-    S3_ENDPOINT_URL: str | None = None
-    S3_REGION: str | None = None
-    S3_ACCESS_KEY_ID: str | None = None
-    S3_SECRET_ACCESS_KEY: str | None = None
-    S3_PREFIX = ""
-    # Bounded: a slow or unreachable bucket answers 503 within about
-    # S3_MAX_ATTEMPTS x (connect or read timeout) plus backoff.
-    S3_CONNECT_TIMEOUT = 3.0
-    S3_READ_TIMEOUT = 15.0
-    S3_MAX_ATTEMPTS = 3
-    # Request bodies: text requests and requests carrying files (DESIGN.md section 5).
-    MAX_TEXT_BODY = 1024 * 1024
-    MAX_CONTENT_LENGTH = 25 * 1024 * 1024
-    # How long a resolved key is served from the process cache (a stale one a little longer,
-    # while one request reloads it: services/keys.py); revocation and plan changes reach
-    # every process within twice this time (the promise is one second).
-    KEY_CACHE_SECONDS = 0.5
-    # Inline runs' rows are written in batches this often (0: before the request ends); they
-    # are in the run journal meanwhile (services/recorder.py).
-    RUN_RECORD_DELAY = 0.5
-    # A journaled run no process wrote within this many seconds is written by a worker's
-    # maintenance (services/recorder.py).
-    RUN_JOURNAL_GRACE_SECONDS = 20.0
-    # An inline run's reservation not journaled within this many seconds (longer than any
-    # request may last: gunicorn's --timeout is 75) is given back: its process died mid-run.
-    RUN_INFLIGHT_GRACE_SECONDS = 90.0
-    # A queued run's (or workflow run's) reservation whose row was not committed within this
-    # many seconds (a submission takes milliseconds) is given back by a worker's sweep: its
-    # web process died in between.
-    RUN_SUBMIT_GRACE_SECONDS = 20.0
-    # Stale runs (services/sweeper.py): every worker sweeps this often (0: never); a worker
-    # holds a lease on its job, renewed every third of JOB_LEASE_SECONDS, so a killed worker
-    # is known once it lapses; runs younger than the grace (and jobs past their deadline by
-    # less) are left alone. RQ's own registry cleanup runs every RQ_MAINTENANCE_SECONDS.
-    SWEEP_INTERVAL_SECONDS = 15.0
-    SWEEP_GRACE_SECONDS = 30.0
-    JOB_LEASE_SECONDS = 30.0
-    RQ_MAINTENANCE_SECONDS = 60
-    # The I/O worker (``worker-io``, blueprints/cli/worker.py): jobs in flight at once per
-    # process, and how long a stop waits for them before leaving them to their leases.
-    IO_WORKER_CONCURRENCY = 250
-    IO_WORKER_STOP_GRACE_SECONDS = 20.0
-    # flask-limiter
-    RATELIMIT_HEADERS_ENABLED = False
-    RATELIMIT_STRATEGY = "fixed-window"
-    # flask-smorest / OpenAPI
-    API_TITLE = "Tool and Workflow Platform API"
-    API_VERSION = "v1"
-    OPENAPI_VERSION = "3.1.0"
-    OPENAPI_URL_PREFIX = "/v1"
-    OPENAPI_JSON_PATH = "openapi.json"
-    SEED_DEMO = False
-    # The site's web allowance (services/allowance.py): runs a day from one address (a salted
-    # hash of it, IPv6 by /64), whatever cookies say; anonymous visitors get the free plan's.
-    WEB_ADDRESS_DAILY_CAP = 20
-    # The site assistant (services/assistant/): the longest question, and how many questions
-    # a visitor (its cookie) and an address (a salted hash) may ask (flask-limiter syntax).
-    ASSISTANT_MAX_QUESTION_CHARS = 500
-    ASSISTANT_VISITOR_LIMIT = "20/10 minutes"
-    ASSISTANT_ADDRESS_LIMIT = "60/10 minutes"
-    # Sign-ups from one client address (flask-limiter syntax); each email also has 3 an hour.
-    SIGNUP_ADDRESS_LIMIT = "10/hour"
-    # Proxies in front of the app whose X-Forwarded-For is trusted (1 on Heroku's router);
-    # 0 takes the client address from the connection. Never more than really are there:
-    # a client could then choose its own address.
-    TRUSTED_PROXIES = 0
-    # Mail to people (services/mail.py): smtp://user:password@host:587, smtps://...:465, or
-    # "log:" (unset: the mail is written to the log, as the embedded default does).
-    MAIL_URL: str | None = None
-    MAIL_FROM = "SVC <no-reply@localhost>"
-    # The site's session cookies (flask-login keeps the signed-in user there): HttpOnly,
-    # SameSite=Lax, and Secure outside development and tests (create_app sets that).
-    SESSION_COOKIE_NAME = "svc_session"
-    SESSION_COOKIE_HTTPONLY = True
-    SESSION_COOKIE_SAMESITE = "Lax"
-    REMEMBER_COOKIE_NAME = "svc_remember"
-    REMEMBER_COOKIE_HTTPONLY = True
-    REMEMBER_COOKIE_SAMESITE = "Lax"
-    REMEMBER_COOKIE_DURATION = 30 * 86400
+    """Every setting's default (``app.config.from_object(Config)``)."""
 
     @classmethod
-    def from_env(cls) -> dict:
-        env_name = os.environ.get("APP_ENV") or os.environ.get("FLASK_ENV") or cls.ENV_NAME
-        redis_url = os.environ.get("REDIS_URL") or None
-        settings = {
-            "ENV_NAME": env_name,
-            "SECRET_KEY": os.environ.get("SECRET_KEY"),
-            "SQLALCHEMY_DATABASE_URI": _database_url(),
-            "REDIS_URL": redis_url,
-            "AI_BASE_URL": os.environ.get("AI_BASE_URL") or None,
-            "AI_API_KEY": os.environ.get("AI_API_KEY") or None,
-            "LOCAL_LLM_GGUF": os.environ.get("LOCAL_LLM_GGUF") or None,
-            "FETCH_ALLOW_PRIVATE": _bool("FETCH_ALLOW_PRIVATE"),
-            **{
-                name: os.environ[name]
-                for name in (
-                    "AI_MODEL_CHAT",
-                    "AI_MODEL_IMAGE",
-                    "AI_MODEL_TRANSCRIBE",
-                    "AI_MODEL_SPEECH",
-                    "AI_MODEL_EMBED",
-                )
-                if os.environ.get(name)
-            },
-            "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL") or None,
-            **(
-                {"TRUSTED_HOSTS": os.environ["TRUSTED_HOSTS"]}
-                if os.environ.get("TRUSTED_HOSTS", "").strip()
-                else {}
-            ),
-            "MAIL_URL": os.environ.get("MAIL_URL") or None,
-            **({"MAIL_FROM": os.environ["MAIL_FROM"]} if os.environ.get("MAIL_FROM") else {}),
-            **_storage_settings(),
-            **{
-                name: float(os.environ[name])
-                for name in (
-                    "SWEEP_INTERVAL_SECONDS",
-                    "SWEEP_GRACE_SECONDS",
-                    "JOB_LEASE_SECONDS",
-                    "RQ_MAINTENANCE_SECONDS",
-                    "RUN_RECORD_DELAY",
-                    "RUN_JOURNAL_GRACE_SECONDS",
-                    "RUN_INFLIGHT_GRACE_SECONDS",
-                    "RUN_SUBMIT_GRACE_SECONDS",
-                    "IO_WORKER_STOP_GRACE_SECONDS",
-                    "REDIS_POOL_TIMEOUT",
-                )
-                if os.environ.get(name)
-            },
-            "SEED_DEMO": _bool("SEED_DEMO", default=env_name == "development"),
-            **{
-                name: int(os.environ[name])
-                for name in (
-                    "WEB_ADDRESS_DAILY_CAP",
-                    "TRUSTED_PROXIES",
-                    "LOCAL_LLM_SEED",
-                    "ASSISTANT_MAX_QUESTION_CHARS",
-                    "IO_WORKER_CONCURRENCY",
-                    "REDIS_MAX_CONNECTIONS",
-                )
-                if os.environ.get(name)
-            },
-            **{
-                name: os.environ[name]
-                for name in (
-                    "ASSISTANT_VISITOR_LIMIT",
-                    "ASSISTANT_ADDRESS_LIMIT",
-                    "SIGNUP_ADDRESS_LIMIT",
-                )
-                if os.environ.get(name)
-            },
-        }
-        return settings
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> dict:
+        """Every setting the environment may set: its value there, else its default."""
+        environ = os.environ if environ is None else environ
+        return {setting.name: setting.read(environ) for setting in SETTINGS if setting.variables}
+
+
+for _setting in SETTINGS:
+    setattr(Config, _setting.name, _setting.default)
 
 
 def settings() -> dict:
     """``Config``'s defaults overlaid with the environment: the settings outside an app (those
     the engines read until ``create_app`` installs the app's, see ``app.engine_settings``)."""
-    defaults = {name: getattr(Config, name) for name in dir(Config) if name.isupper()}
+    defaults = {setting.name: setting.default for setting in SETTINGS}
     return {**defaults, **Config.from_env()}
+
+
+def markdown_table() -> str:
+    """Every setting read from the environment as a Markdown table: the table of
+    docs/operating/settings.md (tests/test_config.py checks that the page holds it)."""
+    rows = ["| variable | default | what |", "|---|---|---|"]
+    for setting in SETTINGS:
+        if not setting.variables:
+            continue
+        names = " or ".join(f"`{variable}`" for variable in setting.variables)
+        default = setting.default
+        if setting.name == "SQLALCHEMY_DATABASE_URI":
+            default = "SQLite under `instance/`"
+        elif default is None or default == "":
+            default = "unset"
+        else:
+            default = f"`{str(default).lower() if isinstance(default, bool) else default}`"
+        rows.append(f"| {names} | {default} | {setting.doc} |")
+    return "\n".join(rows) + "\n"

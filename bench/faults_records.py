@@ -323,7 +323,8 @@ def redis_loss(limit: int = 5) -> dict:
             admitted["before the loss"] = _spend(port, raw_key, limit * 2)
             redis.Redis.from_url(redis_server.url).flushall()
             # The web processes' key cache (0.5 s), and their batches: the calls made just
-            # before the loss are counted again from the database once written (README).
+            # before the loss are counted again from the database once written
+            # (docs/operating/recording.md).
             time.sleep(max(0.6, BATCHES_WRITTEN))
             admitted["after FLUSHALL"] = _spend(port, raw_key, limit * 2)
         fresh = RedisServer()

@@ -1,10 +1,10 @@
 """The local engines' output quality on labelled samples, each beside a plain baseline.
 
 One figure per engine family (``bench/quality/<family>.py``), each measured on samples that
-live in the repository (``bench/quality/data``, their sources in ``SOURCES.md``) or are made
-on the spot (pages rendered in three fonts at two resolutions, speech made by the local
-voices): nothing is downloaded. Each family runs the product's engine as a tool run does
-and a plain baseline on the same samples.
+live in the repository (``bench/quality/data``, their sources in
+``bench/quality/data/SOURCES.md``) or are made on the spot (pages rendered in three fonts at
+two resolutions, speech made by the local voices): nothing is downloaded. Each family runs
+the product's engine as a tool run does and a plain baseline on the same samples.
 
 Prints a table and writes ``bench/results/quality.json``. ``--family`` picks families (by
 default all). Exit status: 0 when every family was measured, 1 when one failed (its row

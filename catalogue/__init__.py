@@ -2,7 +2,14 @@
 (``catalogue/workflows/*.yaml``) and their loaders."""
 
 from catalogue.loader import CatalogueError, load_catalogue
-from catalogue.tool import CATEGORIES, CREDIT_CLASSES, TOOL_PLANS, Catalogue, Tool
+from catalogue.tool import (
+    CATEGORIES,
+    CREDIT_CLASSES,
+    TOOL_PLANS,
+    Catalogue,
+    Tool,
+    category_label,
+)
 from catalogue.workflow import Step, Workflow, WorkflowCatalogue
 from catalogue.workflow_loader import load_workflows
 
@@ -16,6 +23,7 @@ __all__ = [
     "Tool",
     "Workflow",
     "WorkflowCatalogue",
+    "category_label",
     "load_catalogue",
     "load_workflows",
 ]

@@ -31,9 +31,10 @@ CATEGORIES = (
 )
 CREDIT_CLASSES = {"fast_text": 1, "premium_text": 2, "image": 5, "audio": 5, "video": 10}
 TOOL_PLANS = ("pro", "creator", "business", "agency")
-# Binary fields (DESIGN.md section 10): an input property with ``contentMediaType`` takes a
-# file as a URL, a data: URI, base64 or a multipart upload (``x-accept`` may list several
-# types); an output property with ``contentMediaType`` is a stored file answered as a URL.
+# Binary fields (docs/architecture/files.md): an input property with ``contentMediaType``
+# takes a file as a URL, a data: URI, base64 or a multipart upload (``x-accept`` may list
+# several types); an output property with ``contentMediaType`` is a stored file answered as
+# a URL.
 MAX_FILE_BYTES = 25 * 1024 * 1024
 # The longest string that can carry MAX_FILE_BYTES (base64 in a data: URI).
 MAX_FILE_CHARS = 36 * 1024 * 1024
@@ -425,3 +426,19 @@ def _has_media_type(schema: Any) -> bool:
     if isinstance(schema, list):
         return any(map(_has_media_type, schema))
     return False
+
+
+# Category slugs as people read them (any other: its words, capitalized).
+CATEGORY_LABELS = {
+    "seo": "SEO",
+    "ocr": "OCR",
+    "voice-audio": "Voice and audio",
+    "social-marketing": "Social media marketing",
+    "document-summarizing": "Document summaries",
+    "code-helpers": "Code helpers",
+}
+
+
+def category_label(category: str) -> str:
+    """``image-editing`` → "Image editing"; see CATEGORY_LABELS."""
+    return CATEGORY_LABELS.get(category) or category.replace("-", " ").capitalize()

@@ -1,4 +1,4 @@
-"""The agency plan's embeddable widgets and white-label brand (DESIGN.md section 11)."""
+"""The agency plan's embeddable widgets and white-label brand (docs/architecture/agency.md)."""
 
 from datetime import datetime
 

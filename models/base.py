@@ -18,7 +18,8 @@ def new_uuid() -> str:
 
     Ids made later sort later, so new rows land at the end of a primary-key index instead
     of on a random page of it: inserting a run cost PostgreSQL about a fifth more CPU with
-    random (version 4) ids (bench/README.md). The random bits keep ids unguessable.
+    random (version 4) ids (docs/contributing/benchmarks/api-overhead.md). The random bits
+    keep ids unguessable.
     """
     value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
     value = value & ~_VERSION_AND_VARIANT_BITS | _VERSION_7 | _RFC_VARIANT

@@ -7,7 +7,8 @@ PLAN_ORDER = ("free", "starter", "pro", "creator", "business", "agency")
 
 
 class Plan(db.Model):
-    """A subscription plan; rows are seeded by the migrations (DESIGN.md section 4)."""
+    """A subscription plan; rows are seeded by the migrations
+    (docs/architecture/quota-and-credits.md)."""
 
     __tablename__ = "plans"
 

@@ -12,7 +12,7 @@ TERMINAL_STATES = frozenset({"succeeded", "failed", "canceled"})
 
 
 class Run(db.Model):
-    """One tool invocation or workflow run (DESIGN.md section 7)."""
+    """One tool invocation or workflow run (docs/architecture/runs.md)."""
 
     __tablename__ = "runs"
     __table_args__ = (

@@ -10,7 +10,8 @@ DELIVERY_STATES = ("pending", "succeeded", "failed", "disabled")
 
 
 class WebhookDelivery(db.Model):
-    """One event on its way to a key's webhook, with every attempt made (DESIGN.md section 8).
+    """One event on its way to a key's webhook, with every attempt made
+    (docs/architecture/webhooks.md).
 
     ``event_id`` is the ``webhook-id`` header, the same on every attempt; a key gets at most
     one delivery per event id. ``attempts`` lists each attempt: when, where, the status code

@@ -8,7 +8,7 @@ from models.base import new_uuid, utcnow
 
 
 class WorkflowRun(db.Model):
-    """One run of a workflow (DESIGN.md section 7). Its steps are tool runs (``runs`` rows
+    """One run of a workflow (docs/architecture/runs.md). Its steps are tool runs (``runs`` rows
     with ``workflow_run_id`` and ``step_id``), so a step runs, bills and ends exactly as a
     queued tool run does; this row holds what belongs to the whole: its state, the final
     output and the error of the step that failed it."""

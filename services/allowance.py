@@ -1,5 +1,5 @@
 """The site's web allowance: how many tool runs a visitor or an account may start in the
-browser per UTC day (DESIGN.md section 11, "Web allowance").
+browser per UTC day (docs/architecture/quota-and-credits.md).
 
 An anonymous visitor is counted three times and must be under every cap: by the id in its
 signed visitor cookie and by its device (a salted hash of its address with its browser's

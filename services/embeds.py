@@ -1,4 +1,4 @@
-"""An agency's embeddable widgets (DESIGN.md section 11, "Agency: embeds"): one validation,
+"""An agency's embeddable widgets (docs/architecture/agency.md): one validation,
 create / update / rotate / delete, the signed token a widget's page carries, its caps, and
 its runs, for the API (``/v1/embeds``) and the site (``/account/embeds/``, ``/embed/<id>``)
 alike.
@@ -10,9 +10,7 @@ ledger, run record), with ``source`` embed and ``embed_id`` set: a light tool in
 a queued tool as a queued run whose page the widget shows (progress, then the output) under
 a token bound to the widget and that run (``make_token(embed, run_id)``: no cookie in a
 third-party iframe). Files a run makes are served as the API serves them (``/v1/files/<id>``,
-the id a capability). Before a run, three caps are counted: per minute (the widget), per visitor
-per day (a salted daily hash of the client address, as services/allowance.py makes it; no
-cookie) and per day (the widget); over any of them nothing runs and nothing is charged.
+the id a capability). Before a run, its caps are counted (services/embed_caps.py).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import ipaddress
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from flask import current_app
@@ -32,7 +30,8 @@ from sqlalchemy import func, select
 from catalogue import Tool, load_catalogue
 from extensions import db
 from models import Account, ApiKey, Embed, Run
-from services import allowance, clock, keys, ratelimit, runs, urls
+from services import clock, keys, runs, urls
+from services.embed_caps import CapReached, Ticket, day_bounds, release
 from services.keys import KeyContext
 from services.plans import get_plan
 
@@ -60,8 +59,6 @@ _TOKEN_SALT = "svc-embed-run"
 _PUBLIC_ID = re.compile(r"[A-Za-z0-9_-]{16,43}")
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# Counters live a day past their day (a run reserved at 23:59:59 is released later).
-_TTL_SECONDS = 2 * 86400
 
 
 class EmbedRefused(Exception):
@@ -70,17 +67,6 @@ class EmbedRefused(Exception):
     def __init__(self, errors: dict[str, list[str]]):
         super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
         self.errors = errors
-
-
-class CapReached(Exception):
-    """Over one of the widget's caps (``cap``: per_minute, per_visitor_daily, daily) or its
-    key's daily quota (``quota``): nothing ran. ``message`` is for the visitor."""
-
-    def __init__(self, cap: str, message: str, retry_after: int):
-        super().__init__(message)
-        self.cap = cap
-        self.message = message
-        self.retry_after = retry_after
 
 
 class TokenRefused(Exception):
@@ -454,115 +440,6 @@ def check_token(embed: Embed, token: str | None, run_id: str | None = None) -> N
 # --- caps ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Ticket:
-    """A run counted against the widget's day caps, to give back if it does not succeed."""
-
-    keys: tuple[str, ...]
-
-
-def visitor_hash(address: str | None) -> str:
-    """The visitor's address as the per-visitor cap counts it: the salted hash of the day
-    that the site's allowance makes (IPv6 by /64); no cookie."""
-    return allowance.address_hashes(address, "", clock.utc_day())[0]
-
-
-def admit(embed: Embed, visitor: str) -> Ticket:
-    """Count one run of ``visitor`` (``visitor_hash``) against the widget's caps: per minute,
-    then the day's (per visitor and the widget's, both or neither). CapReached when over
-    one, with nothing counted on the day's."""
-    window = ratelimit.spend_minute(f"embed:{embed.id}", embed.per_minute)
-    if not window.allowed:
-        retry_after = max(1, int(window.reset_at - datetime.now(UTC).timestamp() + 0.999))
-        raise CapReached(
-            "per_minute",
-            "This tool is busy right now: too many runs in the last minute. Try again in a minute.",
-            retry_after,
-        )
-    day = clock.utc_day()
-    widget_key, visitor_key = _counter_keys(day, embed.id, visitor)
-    counters = [(widget_key, embed.daily), (visitor_key, embed.per_visitor_daily)]
-    at_cap = allowance.reserve_counters(
-        _state_key(day),
-        counters,
-        set_state=lambda: _set_state(day),
-        seed=lambda key: allowance.store().seed(key, _count(key, day), _TTL_SECONDS),
-    )
-    if at_cap == 1:
-        raise CapReached(
-            "daily",
-            "This tool has been used as much as it can be today. It works again tomorrow "
-            "(from 00:00 UTC).",
-            clock.seconds_to_midnight(),
-        )
-    if at_cap == 2:
-        raise CapReached(
-            "per_visitor_daily",
-            f"You have reached this tool's limit of {embed.per_visitor_daily} "
-            f"run{'s' if embed.per_visitor_daily != 1 else ''} a day per visitor. More "
-            "tomorrow (from 00:00 UTC).",
-            clock.seconds_to_midnight(),
-        )
-    return Ticket(tuple(key for key, _ in counters))
-
-
-def release(ticket: Ticket) -> None:
-    """Give a counted run back (it was refused or failed)."""
-    allowance.store().release(list(ticket.keys))
-
-
-def release_run(run: Run) -> None:
-    """Give back the day's caps a queued run of a widget counted (it failed or was
-    canceled: services/runs.py concludes it), as ``release`` gives back an inline run's."""
-    if run.embed_id is None or run.web_address is None:
-        return
-    day = clock.utc_day(clock.as_utc(run.created_at))
-    release(Ticket(_counter_keys(day, run.embed_id, run.web_address)))
-
-
-def _counter_keys(day: str, embed_id: str, visitor: str) -> tuple[str, str]:
-    return (f"embed:{day}:widget:{embed_id}", f"embed:{day}:visitor:{embed_id}:{visitor}")
-
-
-def _state_key(day: str) -> str:
-    return f"embed:{day}:state"
-
-
-def _day_bounds(day: str) -> tuple[datetime, datetime]:
-    start = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    return start, start + timedelta(days=1)
-
-
-def _set_state(day: str) -> None:
-    """The day's state: "complete" when the database holds no widget run of the day (every
-    counter starts at 0 in the store), else "partial" (a missing counter is counted again
-    from the runs: the store lost it, or the process restarted)."""
-    start, end = _day_bounds(day)
-    any_run = db.session.scalar(
-        select(Run.id)
-        .where(Run.embed_id.isnot(None), Run.created_at >= start, Run.created_at < end)
-        .limit(1)
-    )
-    state = allowance.PARTIAL if any_run else allowance.COMPLETE
-    allowance.store().seed(_state_key(day), state, _TTL_SECONDS)
-
-
-def _count(key: str, day: str) -> int:
-    """A day counter's value as the runs tell it (those that did not fail)."""
-    _, _, kind, rest = key.split(":", 3)
-    embed_id, _, visitor = rest.partition(":")
-    start, end = _day_bounds(day)
-    query = select(func.count()).where(
-        Run.embed_id == embed_id,
-        Run.created_at >= start,
-        Run.created_at < end,
-        Run.status.notin_(("failed", "canceled")),
-    )
-    if kind == "visitor":
-        query = query.where(Run.web_address == visitor)
-    return db.session.scalar(query) or 0
-
-
 # --- running ------------------------------------------------------------------------------
 
 
@@ -646,7 +523,7 @@ def totals(embed_ids: list[str], days: int = 30) -> dict[str, tuple[int, int, in
     succeeded runs (UTC days)."""
     if not embed_ids:
         return {}
-    today, _ = _day_bounds(clock.utc_day())
+    today, _ = day_bounds(clock.utc_day())
     since = today - timedelta(days=days - 1)
     rows = db.session.execute(
         select(
@@ -664,7 +541,7 @@ def totals(embed_ids: list[str], days: int = 30) -> dict[str, tuple[int, int, in
 def daily_usage(embed_id: str, days: int = 30) -> list[DayUsage]:
     """The widget's succeeded runs and their credits per UTC day, newest first, for the last
     ``days`` days (days without runs included)."""
-    today, _ = _day_bounds(clock.utc_day())
+    today, _ = day_bounds(clock.utc_day())
     since = today - timedelta(days=days - 1)
     rows = db.session.execute(
         select(Run.created_at, Run.credits).where(

@@ -1,5 +1,5 @@
 """Events (``tool.completed``, ``tool.failed``, ``workflow.completed``, ``workflow.failed``,
-``webhook.test``) and their signed webhook deliveries (DESIGN.md section 8).
+``webhook.test``) and their signed webhook deliveries (docs/architecture/webhooks.md).
 
 The payload has exactly the spec's fields, plus ``workflow_id`` on workflow events. The body
 field ``signature`` is ``sha256=`` + HMAC-SHA256 (key: the whole ``whsec_…`` secret as

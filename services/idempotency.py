@@ -1,4 +1,4 @@
-"""Idempotency keys for POSTs that start runs (DESIGN.md section 7).
+"""Idempotency keys for POSTs that start runs (docs/architecture/request-pipeline.md).
 
 Per API key and ``Idempotency-Key`` value, for 24 hours: the first request's answer is kept
 and replayed to the same request again; the same key on a different request is refused, and

@@ -9,7 +9,7 @@ every request, so it ends to the second on every process.
 
 The key limit counts *working* keys: not revoked and not past their ``expires_at``. A key
 kept working after a roll therefore counts until it expires (each working key has its own
-daily quota, and the limit is what keeps per-key quotas honest: DESIGN.md section 4).
+daily quota, and the limit is what keeps per-key quotas honest: docs/architecture/accounts.md).
 """
 
 import base64
@@ -36,7 +36,7 @@ KEY_PREFIX = "svc_"
 KEY_RANDOM_LENGTH = 40
 _ALPHABET = string.ascii_letters + string.digits
 MAX_ACTIVE_KEYS_PER_SEAT = 5
-# Free and Starter accounts may hold one key, for whoami only (DESIGN.md section 4).
+# Free and Starter accounts may hold one key, for whoami only (docs/architecture/accounts.md).
 MAX_KEYS_WITHOUT_API_ACCESS = 1
 MAX_NAME_LENGTH = 100
 # How long a rolled key may keep working beside its replacement: choice -> (label, time).

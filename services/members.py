@@ -1,4 +1,4 @@
-"""An account's members and the invitations to join it (DESIGN.md sections 4 and 11).
+"""An account's members and the invitations to join it (docs/architecture/accounts.md).
 
 - Roles: owner (plan, members, everything), admin (keys, webhooks, members), member (runs
   tools, sees usage, makes and manages its own keys). Owners and admins invite, resend and

@@ -511,7 +511,7 @@ class InProcessDispatcher:
         self._raised: set[str] = set()
         self.started_at = clock.now()
         self._maintenance_started = False
-        self.maintenance = None  # services.sweeper.Maintenance, once started
+        self.maintenance = None  # jobs.maintenance.Maintenance, once started
 
     def enqueue(
         self,
@@ -581,13 +581,12 @@ class InProcessDispatcher:
         """The sweep of stale runs, in the process that runs the jobs: started with its first
         job, so that a command-line process or a reloader's watcher never judges the jobs of
         the process that serves."""
-        from services import sweeper
-
+        start = self.app.extensions.get("maintenance")  # jobs.maintenance, set by create_app
         with self._lock:
-            if self._maintenance_started:
+            if self._maintenance_started or start is None:
                 return
             self._maintenance_started = True
-        self.maintenance = sweeper.start_maintenance(self.app)
+        self.maintenance = start(self.app)
 
     def _serve(self, lane: _Lane) -> None:
         """A worker thread: run ``lane``'s jobs until one of them is given up on (a new

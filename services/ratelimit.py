@@ -1,10 +1,11 @@
 """Per-minute limits per key, evaluated by flask-limiter's strategy on its configured storage.
 
-A limited request should cost one Redis round trip (DESIGN.md section 14). flask-limiter's
-fixed window reads the window's count and expiry with two more calls after the hit; whoami
-needs the day's usage too, and a run reserves the day's quota. ``WindowRedisStorage``
-answers all of that from the one script that spends the hit (the reservation is made only
-when the hit is within the limit), so the window's figures need no more calls.
+A limited request should cost one Redis round trip (docs/architecture/request-pipeline.md).
+flask-limiter's fixed window reads the window's count and expiry with two more calls after
+the hit; whoami needs the day's usage too, and a run reserves the day's quota.
+``WindowRedisStorage`` answers all of that from the one script that spends the hit (the
+reservation is made only when the hit is within the limit), so the window's figures need no
+more calls.
 """
 
 import time

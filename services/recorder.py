@@ -2,18 +2,18 @@
 database in batches after it.
 
 An inline tool run is a few milliseconds of work; committing its two rows one request at a
-time cost more than the run itself (bench/README.md). Each process therefore buffers the
-rows and writes them in one transaction once the oldest has waited ``RUN_RECORD_DELAY``
-seconds (half a second: each commit waits for its WAL to reach the disk, and with a batch
-every 50 ms an inline run cost about 7 % more CPU in all, the database's and the disk's
-included, measured in 30 paired rounds of bench/api_overhead.py). With threads, under
-load, a request that recorded rows writes the batch after its answer has been sent; when
-requests stop, a background thread writes what is left. (A background thread writing every
-batch cost more: it fought the request threads for the GIL, and a tool run took 7 to 8 %
-more CPU in all, measured under load in two paired runs.) Under gevent (the web command)
-that thread is a greenlet, which fights nobody for the GIL: it writes every batch, and no
-client's connection waits for one. With a delay of 0 (the tests' setting) the rows are
-written as the request ends, after the view's own commit, through the same code.
+time cost more than the run itself (docs/contributing/benchmarks/api-overhead.md). Each
+process therefore buffers the rows and writes them in one transaction once the oldest has
+waited ``RUN_RECORD_DELAY`` seconds (half a second: each commit waits for its WAL to reach
+the disk, and with a batch every 50 ms an inline run cost about 7 % more CPU in all, the
+database's and the disk's included, measured in 30 paired rounds of bench/api_overhead.py).
+With threads, under load, a request that recorded rows writes the batch after its answer has
+been sent; when requests stop, a background thread writes what is left. (A background thread
+writing every batch cost more: it fought the request threads for the GIL, and a tool run
+took 7 to 8 % more CPU in all, measured under load in two paired runs.) Under gevent (the
+web command) that thread is a greenlet, which fights nobody for the GIL: it writes every
+batch, and no client's connection waits for one. With a delay of 0 (the tests' setting) the
+rows are written as the request ends, after the view's own commit, through the same code.
 
 A buffer dies with its process (a SIGKILL, an out-of-memory kill), and a commit is lost with
 a database that crashes before it reached the disk. So nothing is answered before the run's
@@ -25,7 +25,7 @@ deleted; an entry still there after ``RUN_JOURNAL_GRACE_SECONDS`` (its process d
 database was down) is written by the maintenance of any worker (``replay_journal``), which
 inserts nothing twice: a run's rows are keyed by the run's id (the ledger's by a unique
 index on ``run_id``). What the journal promises is what Redis keeps: production Redis needs
-append-only persistence (README, "Operating it"). Where the journal cannot be written (Redis
+append-only persistence (docs/operating/recording.md). Where the journal cannot be written (Redis
 unreachable), the run's rows are committed to the database before the answer instead, and
 when neither can take them the request fails (503) rather than answer a run that was not
 recorded.

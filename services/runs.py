@@ -28,7 +28,7 @@ from engines.models import local_llm
 from extensions import db
 from models import TERMINAL_STATES, Account, ApiKey, Run, WorkflowRun
 from models.base import new_uuid
-from services import allowance, clock, queue, quota, tool_files, usage, usage_rollup
+from services import allowance, clock, embed_caps, queue, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
 from services.keys import KeyContext
 from services.queue import dispatcher
@@ -519,7 +519,7 @@ def _claim(run_id: str) -> tuple[Run, int] | None:
 
 def find_tool(slug: str) -> Tool | None:
     """The tool a run names: a catalogue tool, or the tool behind one of the plan-gated
-    endpoints (DESIGN.md section 4a), which the API registers in
+    endpoints (docs/architecture/plan-gated-endpoints.md), which the API registers in
     ``app.extensions["endpoint_tools"]``."""
     return load_catalogue().get(slug) or current_app.extensions["endpoint_tools"].get(slug)
 
@@ -680,9 +680,7 @@ def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
     elif status != "succeeded" and not run.sandbox and run.api_key_id:
         quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
     if status != "succeeded" and run.source == "embed":
-        from services import embeds  # it runs through this module
-
-        embeds.release_run(run)  # the widget's day caps, as an inline run gives them back
+        embed_caps.release_run(run)  # the widget's day caps, as an inline run gives them back
     return True
 
 

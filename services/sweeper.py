@@ -7,41 +7,26 @@ run, the worker running it stopped (its lease lapsed), or it is past its deadlin
 be enqueued), and a run is declared stale only when its job was seen lost on two passes at
 least one lease renewal apart: a lease that lapsed while Redis was briefly unreachable is
 renewed by its live worker before anyone judges it. ``jobs.runs.sweep_stale_runs`` fails
-what this finds (no retry: see README, "Operating it"), and advances the workflow runs left
+what this finds (no retry: see docs/operating/outages.md), and advances the workflow runs left
 without a live step (a failed step fails its workflow run; a worker that died between a
 step's end and the advance leaves one waiting).
 
-The maintenance runs every ``SWEEP_INTERVAL_SECONDS`` (0 turns it off) in a thread of each
-``flask worker`` process and, in the embedded default, of the process running the
-in-process queue. Every pass runs ``MAINTENANCE_TASKS``; each is safe to run from several
-processes at once, since every change it makes is a conditional update.
+The periodic maintenance that runs the sweep is ``jobs.maintenance``.
 """
 
-import logging
 import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-import redis
-from flask import Flask, current_app
+from flask import current_app
 from sqlalchemy import bindparam, select
-from sqlalchemy.exc import OperationalError
-from werkzeug.utils import import_string
 
 from extensions import db
 from models import Run, WorkflowRun
 from services import clock
 from services.queue import LOST, dispatcher
 
-log = logging.getLogger(__name__)
-
-MAINTENANCE_TASKS = (
-    "services.recorder.replay_journal",
-    "services.runs.sweep_submissions",
-    "jobs.runs.sweep_stale_runs",
-    "jobs.webhooks.deliver_due",
-)
 # Runs judged per pass (the oldest first); the rest wait for the next pass.
 BATCH = 200
 
@@ -125,47 +110,3 @@ def stalled_workflow_runs() -> list[str]:
 
 def _cutoff(grace: float):
     return clock.now() - timedelta(seconds=grace)
-
-
-# --- the periodic maintenance -------------------------------------------------------------
-
-
-class Maintenance(threading.Thread):
-    """Runs ``MAINTENANCE_TASKS`` at once, then every ``interval`` seconds until stopped."""
-
-    def __init__(self, app: Flask, interval: float):
-        super().__init__(name="maintenance", daemon=True)
-        self.app = app
-        self.interval = interval
-        self._stopped = threading.Event()
-
-    def run(self) -> None:
-        run_maintenance(self.app)
-        while not self._stopped.wait(self.interval):
-            run_maintenance(self.app)
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-
-def start_maintenance(app: Flask) -> Maintenance | None:
-    """Start the periodic maintenance every ``SWEEP_INTERVAL_SECONDS`` (None when 0)."""
-    interval = float(app.config["SWEEP_INTERVAL_SECONDS"])
-    if interval <= 0:
-        return None
-    maintenance = Maintenance(app, interval)
-    maintenance.start()
-    return maintenance
-
-
-def run_maintenance(app: Flask) -> None:
-    """One pass: every task in its own app context; a failing task never stops the others
-    (an unreachable Redis or database is one line in the log, retried next pass)."""
-    for path in MAINTENANCE_TASKS:
-        try:
-            with app.app_context():
-                import_string(path)()
-        except (redis.RedisError, OperationalError) as error:
-            log.warning("maintenance task %s could not run: %s", path, error)
-        except Exception:
-            log.exception("maintenance task %s failed", path)

@@ -1,5 +1,5 @@
 """People who sign in on the site: sign-up, email verification, authentication, password
-reset and change (DESIGN.md section 11, "Accounts").
+reset and change (docs/architecture/accounts.md).
 
 - Passwords are hashed with scrypt (werkzeug's ``generate_password_hash``, whose default it
   is). An unknown email is checked against a dummy hash, so a sign-in takes as long whether

@@ -1,4 +1,4 @@
-"""Webhook settings and deliveries (DESIGN.md section 8).
+"""Webhook settings and deliveries (docs/architecture/webhooks.md).
 
 Settings: a key's URL is checked when it is saved (``check_url``: http or https, a sensible
 port, a host resolving to public addresses only) and again at every attempt, whose

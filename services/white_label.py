@@ -1,4 +1,4 @@
-"""An agency's brand (DESIGN.md section 11, "Agency: white-label"): reading, checking and
+"""An agency's brand (docs/architecture/agency.md): reading, checking and
 saving it, for the API (``/v1/white-label``) and the settings page alike, and the ``Brand``
 that templates show on the agency's shared run pages and widgets.
 

@@ -169,7 +169,7 @@ def _one_tool_per_engine() -> list:
 
 
 def _flask(served: Served, command: str) -> str:
-    """``flask --app app <command>`` in the copy, as the README has a user type it; its
+    """``flask --app app <command>`` in the copy, as the docs have a user type it; its
     output."""
     done = subprocess.run(
         f"APP_ENV=development .venv/bin/flask --app app {command}",

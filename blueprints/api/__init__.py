@@ -22,6 +22,7 @@ from werkzeug.routing import BaseConverter
 from blueprints.api.pipeline import API_KEY_HEADER, rate_limit_headers, settle_limit, too_large
 from blueprints.api.problems import Problem, from_http_exception, problem_response
 from blueprints.api.schemas import ProblemSchema
+from catalogue import Tool
 from extensions import db
 from services import storage
 
@@ -118,7 +119,9 @@ class StatelessApiSessions(SecureCookieSessionInterface):
         )
 
 
-def register_api(app) -> None:
+def register_api(app, error_page) -> None:
+    """The API's blueprints, its OpenAPI document and the app's error handlers: problem
+    documents under /v1, ``error_page(error)`` (the site's page for an HTTP error) elsewhere."""
     from blueprints.api.audiobooks.routes import blp as audiobooks_blp
     from blueprints.api.deprecation import register as register_deprecations
     from blueprints.api.embeds.routes import blp as embeds_blp
@@ -126,7 +129,6 @@ def register_api(app) -> None:
     from blueprints.api.health.routes import blp as health_blp
     from blueprints.api.images.routes import blp as images_blp
     from blueprints.api.openapi.routes import blp as openapi_blp
-    from blueprints.api.plan_gated import endpoint_tools
     from blueprints.api.tools.openapi import ToolSchemasPlugin
     from blueprints.api.tools.routes import blp as tools_blp
     from blueprints.api.video.routes import blp as video_blp
@@ -180,6 +182,7 @@ def register_api(app) -> None:
         api.register_blueprint(blp)
     # Runs of the plan-gated endpoints name these tools (services.runs.find_tool).
     app.extensions["endpoint_tools"] = endpoint_tools()
+    app.extensions["error_page"] = error_page
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(SecurityError, _handle_untrusted_host)
@@ -192,15 +195,23 @@ def register_api(app) -> None:
     app.after_request(_api_headers)
 
 
+def endpoint_tools() -> dict[str, Tool]:
+    """The tools behind the plan-gated endpoints, by slug."""
+    from blueprints.api.audiobooks.tool import AUDIOBOOK
+    from blueprints.api.images.tool import GENERATE_IMAGES
+    from blueprints.api.video.tool import GENERATE_VIDEO
+    from blueprints.api.voice.tool import SPEAK
+
+    return {tool.slug: tool for tool in (GENERATE_IMAGES, SPEAK, GENERATE_VIDEO, AUDIOBOOK)}
+
+
 def _handle_problem(problem: Problem):
     return problem_response(_limit_first(problem))
 
 
 def _site_page(error: HTTPException):
-    """An error outside /v1: the site's page for it."""
-    from blueprints.site import render_error
-
-    return render_error(error)
+    """An error outside /v1: the site's page for it (``register_api``'s ``error_page``)."""
+    return current_app.extensions["error_page"](error)
 
 
 def _handle_http_exception(error: HTTPException):

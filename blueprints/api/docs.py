@@ -1,8 +1,11 @@
 """Helpers that document an operation's security and its real error responses."""
 
 from http import HTTPStatus
+from typing import Any, NamedTuple
 
 from blueprints.api.problems import PROBLEM_JSON
+from catalogue import Tool
+from services.runs import credits_for
 
 API_KEY_SECURITY = [{"ApiKeyHeader": []}, {"BearerKey": []}]
 PUBLIC = []
@@ -125,3 +128,28 @@ STREAM_FIELD = {
     "with the status record or `error` with a problem document) instead of JSON. Refusals "
     "before the run starts are problem documents as usual.",
 }
+
+
+def result_example(tool: Tool) -> dict:
+    """A finished run's answer for ``tool``, as its endpoint's example."""
+    return {
+        "run_id": "0b8f6c1e-4f3a-4c7e-9a51-2d5e8f7a9c10",
+        "tool": tool.slug,
+        "status": "succeeded",
+        "output": tool.sample_output(),
+        "credits": credits_for(tool, tool.sample_output()),
+        "duration_ms": 8421,
+        "sandbox": False,
+        "model": None,
+        "quality_note": None,
+    }
+
+
+class SavedExample(NamedTuple):
+    """One saved request of an `example_folder`: its name, JSON body and, when given, the
+    JSON body of its saved 200 response."""
+
+    name: str
+    body: Any
+    description: str = ""
+    response: Any = None

@@ -1,4 +1,4 @@
-"""The request pipeline of DESIGN.md section 5, in its order.
+"""The request pipeline (docs/architecture/request-pipeline.md), in its order.
 
 body size (413) → key (401) → per-minute limit (429) → plan has API access (402/403) →
 body parses (400) → ... → quota (429, in services/runs.py). Each step raises a Problem.
@@ -190,7 +190,8 @@ def require_api_access(*, on_slug_endpoint: bool = False) -> None:
 
 
 def require_plan(required: str) -> None:
-    """A paid plan below an endpoint's plan gets 402 (DESIGN.md section 4a)."""
+    """A paid plan below an endpoint's plan gets 402
+    (docs/architecture/plan-gated-endpoints.md)."""
     context = current_key()
     if not context.plan.includes(required):
         raise Problem(
@@ -504,6 +505,27 @@ def _policy(per_minute: int, daily: int | None) -> str:
     """The ``RateLimit-Policy`` value: the minute's window, and the day's unless sandbox."""
     minute = f'"minute";q={per_minute};w=60'
     return minute if daily is None else f'{minute}, "day";q={daily};w=86400'
+
+
+def note_usage(reservation) -> None:
+    """The day's usage a run's reservation says, for the rate-limit headers of its answer."""
+    if reservation is not None:
+        g._get_current_object().day_usage = quota.Usage(reservation.day, reservation.used, 0)
+
+
+def quota_problem(reservation) -> Problem:
+    """429 ``quota_exceeded`` for a reservation refused: the key's day is used up."""
+    note_usage(reservation)
+    return Problem(
+        429,
+        "quota_exceeded",
+        f"This key has used all {reservation.limit} calls of today (UTC); "
+        "the quota resets at 00:00 UTC.",
+        headers={"Retry-After": clock.seconds_to_midnight()},
+        limit=reservation.limit,
+        remaining=0,
+        resets_at=clock.next_midnight().isoformat().replace("+00:00", "Z"),
+    )
 
 
 # --- Idempotency-Key on POSTs that start runs ---------------------------------------------

@@ -1,4 +1,5 @@
-"""The plan-gated endpoints of DESIGN.md section 4a, as thin facades over tool runs.
+"""The plan-gated endpoints (docs/architecture/plan-gated-endpoints.md), as thin facades over
+tool runs.
 
 Each endpoint is backed by a ``Tool`` that is not in the catalogue (so it has no slug on the
 run endpoints): its input and output schemas, plan, credits and engine. Starting one goes
@@ -31,19 +32,8 @@ from blueprints.api.problems import Problem
 from blueprints.api.tools.routes import run_tool_request, tool_inputs
 from catalogue import Tool
 from services.plans import upgrade_url
-from services.runs import credits_for
 
 _ERRORS = (400, 401, 402, 403, 409, 413, 415, 422, 429, 503)
-
-
-def endpoint_tools() -> dict[str, Tool]:
-    """The tools behind the plan-gated endpoints, by slug."""
-    from blueprints.api.audiobooks.tool import AUDIOBOOK
-    from blueprints.api.images.tool import GENERATE_IMAGES
-    from blueprints.api.video.tool import GENERATE_VIDEO
-    from blueprints.api.voice.tool import SPEAK
-
-    return {tool.slug: tool for tool in (GENERATE_IMAGES, SPEAK, GENERATE_VIDEO, AUDIOBOOK)}
 
 
 def start_run(tool: Tool, *, one_of: tuple[str, str] | None = None):
@@ -92,7 +82,7 @@ def require_api_access_for_plan(required: str) -> None:
 
 
 def require_endpoint_plan(required: str) -> None:
-    """The plan checks of a section 4a endpoint that runs no tool (the embeds, the
+    """The plan checks of a plan-gated endpoint that runs no tool (the embeds, the
     white-label brand): 403 for Free and Starter keys, 402 for paid plans below ``required``."""
     require_api_access_for_plan(required)
     require_plan(required)
@@ -125,20 +115,6 @@ def result_schema(tool: Tool) -> dict:
     return {
         "$ref": "#/components/schemas/RunResult",
         "properties": {"output": copy.deepcopy(tool.output)},
-    }
-
-
-def result_example(tool: Tool) -> dict:
-    return {
-        "run_id": "0b8f6c1e-4f3a-4c7e-9a51-2d5e8f7a9c10",
-        "tool": tool.slug,
-        "status": "succeeded",
-        "output": tool.sample_output(),
-        "credits": credits_for(tool, tool.sample_output()),
-        "duration_ms": 8421,
-        "sandbox": False,
-        "model": None,
-        "quality_note": None,
     }
 
 

@@ -35,7 +35,7 @@ from rq.utils import now as utcnow
 from rq.worker.base import WorkerStatus
 
 from extensions import db
-from services import sweeper
+from jobs import maintenance
 from services.queue import CPU_QUEUES, IO_QUEUES, QUEUES, JobLease, LeaseKeeper
 from services.redis import redis_client, worker_connection
 
@@ -369,7 +369,7 @@ def worker_cli(io, queues):
 
         chain.embedded_fallback = False  # it would compute in a greenlet: see chain.py
     queues = list(queues) or list(IO_QUEUES if io else CPU_QUEUES)
-    sweeper.start_maintenance(app)
+    maintenance.start_maintenance(app)
     connection = worker_connection(app)
 
     def new_worker() -> LeasedWorker:

@@ -1,6 +1,6 @@
 """An agency's widget as other sites show it: ``/embed/<public id>`` (its tool's form and
 output, framed only by its allowed origins) and the loader script ``/embed/v1/loader.js``
-(DESIGN.md section 11, "Agency: embeds").
+(docs/architecture/agency.md#widgets).
 
 The page runs in a third-party iframe, where cookies do not work: it reads no session and
 sets no cookie. What authorises a run instead is the signed token the page carries (15
@@ -27,7 +27,7 @@ from blueprints.site.output import blocks, raw_json
 from extensions import db
 from jobs.runs import enqueue_run
 from models import TERMINAL_STATES, Run
-from services import embeds, inputs, runs, urls
+from services import embed_caps, embeds, inputs, runs, urls
 
 bp = Blueprint("embed", __name__)
 
@@ -125,24 +125,24 @@ def run(public_id: str):
         return refused(rejected.status, "Some fields need another look.", errors=rejected.errors)
     except inputs.ToolUnavailable:
         return refused(503, "This tool is not available right now. Try again later.")
-    visitor = embeds.visitor_hash(request.remote_addr)
+    visitor = embed_caps.visitor_hash(request.remote_addr)
     try:
-        ticket = embeds.admit(found.embed, visitor)
-    except embeds.CapReached as capped:
+        ticket = embed_caps.admit(found.embed, visitor)
+    except embed_caps.CapReached as capped:
         return _capped(found, read, capped)
     try:
         stored = inputs.store(tool, read.body, read.uploads, account_id=found.embed.account_id)
     except inputs.InputRejected as rejected:
-        embeds.release(ticket)
+        embed_caps.release(ticket)
         return refused(rejected.status, "Some fields need another look.", errors=rejected.errors)
     except BaseException:
-        embeds.release(ticket)
+        embed_caps.release(ticket)
         raise
     if tool.queue and not found.key.sandbox:  # a sandbox key's sample answers at once
         return _queue(found, stored, visitor, ticket, read)
     try:
         result = embeds.run(found, stored, visitor, ticket)
-    except embeds.CapReached as capped:
+    except embed_caps.CapReached as capped:
         return _capped(found, read, capped)
     except runs.RunFailed as failed:
         runs.end_transaction()
@@ -159,11 +159,11 @@ def run(public_id: str):
     )
 
 
-def _queue(found: embeds.Live, stored: dict, visitor: str, ticket: embeds.Ticket, read):
+def _queue(found: embeds.Live, stored: dict, visitor: str, ticket: embed_caps.Ticket, read):
     """Submit the widget's queued run (as the API submits its key's) and show its page."""
     try:
         run = embeds.submit(found, stored, visitor, ticket)
-    except embeds.CapReached as capped:
+    except embed_caps.CapReached as capped:
         return _capped(found, read, capped)
     enqueue_run(run.id, found.tool)
     return redirect(_run_url(found, run.id), 303)
@@ -267,7 +267,7 @@ def _shown_values(found: embeds.Live, run: Run) -> dict:
     return prefill.run_values(found.tool, run.input) if isinstance(run.input, dict) else {}
 
 
-def _capped(found: embeds.Live, read, capped: embeds.CapReached):
+def _capped(found: embeds.Live, read, capped: embed_caps.CapReached):
     response = _page(found, 429, values=read.shown, refusal=capped.message, capped=True)
     response.headers["Retry-After"] = str(capped.retry_after)
     return response

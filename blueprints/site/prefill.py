@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask import request
 from flask_login import current_user
 
-from blueprints.site.account.access import current_membership
+from blueprints.site.access import current_membership
 from blueprints.site.visitor import current_visitor
 from catalogue import Tool
 from models import Run, WorkflowRun

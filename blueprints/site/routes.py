@@ -3,7 +3,7 @@ from collections import Counter
 from flask import Blueprint, abort, current_app, render_template, request, url_for
 
 from blueprints.api.problem_types import BY_SLUG, PROBLEM_TYPES
-from catalogue import Workflow
+from catalogue import Workflow, category_label
 from extensions import login_manager
 from models import User
 from services.plans import all_plans
@@ -21,21 +21,7 @@ FEATURED_WORKFLOWS = (
     "product-launch",
 )
 FEATURED_COUNT = 6
-# Category slugs as people read them (any other: its words, capitalized).
-CATEGORY_LABELS = {
-    "seo": "SEO",
-    "ocr": "OCR",
-    "voice-audio": "Voice and audio",
-    "social-marketing": "Social media marketing",
-    "document-summarizing": "Document summaries",
-    "code-helpers": "Code helpers",
-}
-
-
-@bp.app_template_filter("category_label")
-def category_label(category: str) -> str:
-    """``image-editing`` → "Image editing"; see CATEGORY_LABELS."""
-    return CATEGORY_LABELS.get(category) or category.replace("-", " ").capitalize()
+bp.add_app_template_filter(category_label, "category_label")
 
 
 @login_manager.user_loader

@@ -18,7 +18,7 @@ from flask_login import current_user
 from markupsafe import Markup
 
 from blueprints.site import prefill
-from blueprints.site.account.access import may_be_signed_in
+from blueprints.site.access import may_be_signed_in
 from blueprints.site.forms import FormField, csrf_token, example_values, form_fields, read_form
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
@@ -173,7 +173,7 @@ def _unfilled_page(
 
 # What every first view of a tool page shows the same way, made once per tool (and address
 # the page is seen on): its form's fields, their HTML unfilled and the API panel's code for
-# the example. (Rendering them was most of the page's time: bench/README.md, site.py.)
+# the example. (Rendering them was most of the page's time: docs/contributing/benchmarks/site.md.)
 _CACHE_SIZE = 2048
 
 

@@ -18,7 +18,7 @@ from flask import after_this_request, current_app, request
 from flask_login import current_user
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from blueprints.site.account.access import current_membership, may_be_signed_in
+from blueprints.site.access import current_membership, may_be_signed_in
 from services import clock
 from services.allowance import Visitor, address_hashes
 from services.plans import get_plan

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from flask import abort, make_response, render_template, request
 
-from blueprints.site.account.history import _file_url, _input_rows
+from blueprints.site.account.history import api_file_url, input_rows
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
 from catalogue import load_catalogue
@@ -44,14 +44,14 @@ def shared_run(share_id: str):
     tool = catalogued or runs.find_tool(run.tool_slug)
     output = None
     if tool is not None and run.output is not None:
-        output = blocks(tool, run.output, _file_url)
+        output = blocks(tool, run.output, api_file_url)
     page = render_template(
         "site/shared_run.html",
         run=run,
         name=tool.name if tool else run.tool_slug,
         tool_page=catalogued is not None,
         created=clock.as_utc(run.created_at),
-        input_rows=_input_rows(run.input),
+        input_rows=input_rows(run.input),
         output=output,
         raw=raw_json(run.output) if run.output is not None else None,
         quality_note=runs.quality_note(run.model),

@@ -1,4 +1,5 @@
-"""The engines behind the Creator and Business endpoints (DESIGN.md section 4a).
+"""The engines behind the Creator and Business endpoints
+(docs/architecture/plan-gated-endpoints.md).
 
 - ``productions.images``: a set of images from the image provider (``chain.generate_images``).
 - ``productions.voice``: speech in any voice of ``voices()``: the local Piper and eSpeak NG

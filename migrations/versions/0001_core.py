@@ -16,7 +16,8 @@ branch_labels = None
 depends_on = None
 
 
-# The plan table of DESIGN.md section 4 (plans are data; later changes come as migrations).
+# The plan table of docs/architecture/quota-and-credits.md (plans are data; later changes come
+# as migrations).
 PLANS = [
     # name, rank, api_access, daily_quota, per_minute, seats, web_runs_per_day, price
     ("free", 0, False, 0, 30, 1, 5, 0),

@@ -1,10 +1,11 @@
-"""The site assistant (DESIGN.md section 11, "Chatbot"): hybrid retrieval over the tools,
+"""The site assistant (docs/architecture/assistant.md): hybrid retrieval over the tools,
 workflows and docs (``documents``, ``retriever``), and answers from it (``answers``)."""
 
 from __future__ import annotations
 
 from flask import current_app
 
+from catalogue import category_label
 from services import changelog
 from services.assistant import documents as _documents
 from services.assistant.retriever import Index, index_for
@@ -14,21 +15,19 @@ _sources: dict[str, tuple] = {}
 
 
 def current_index() -> Index:
-    """The index of the current app's catalogue, workflows, changelog and README: built on
+    """The index of the current app's catalogue, workflows, changelog and docs: built on
     first use, then kept for the process (every app on the same catalogue shares it)."""
     app = current_app._get_current_object()
     tools = app.extensions["catalogue"]
     workflows = app.extensions["workflows"]
     log = changelog.of_app(app)
-    readme = _documents.README
-    key = f"{id(tools)}:{id(workflows)}:{id(log)}:{readme}"
+    docs = _documents.DOCS
+    key = f"{id(tools)}:{id(workflows)}:{id(log)}:{docs}"
     _sources.setdefault(key, (tools, workflows, log))
 
     def build():
-        from blueprints.site.routes import category_label
-
         return _documents.build_documents(
-            tools, workflows, log.entries, _documents.readme_sections(readme), category_label
+            tools, workflows, log.entries, _documents.guide_sections(docs), category_label
         )
 
     return index_for(build, key)

@@ -1,5 +1,6 @@
-"""What the site assistant searches: one document per tool, per workflow, per section of
-the README's user and API documentation (shown at ``/docs/guide``) and per changelog entry.
+"""What the site assistant searches: one document per tool, per workflow, per page of the
+user and API documentation in ``docs/`` (shown together at ``/docs/guide``) and per changelog
+entry.
 
 Each document has a title, the address of the page that shows it (``/tools/<slug>/``,
 ``/workflows/<id>/``, ``/docs/guide#<anchor>``, ``/api/changelog/#<id>``), the one line an
@@ -8,22 +9,30 @@ answer shows for it, and the text that retrieval reads.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import yaml
+
 from catalogue import Catalogue, Tool, Workflow, WorkflowCatalogue
 from services import changelog
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+# The docs site's configuration: its nav is the guide's order (docs/contributing/docs.md).
+MKDOCS = ROOT / "mkdocs.yml"
 GUIDE_PATH = "/docs/guide"
-# README sections for people who run the service rather than use it (and everything below
-# them): not shown at /docs/guide, not searched.
-_OPERATOR_SECTIONS = ("Operating it", "Where the code is", "Benchmarks")
-_HEADING = re.compile(r"^(#{2,3}) +(.+?) *#*$")
-# [text](relative/path): a link into the repository, which the site does not serve.
-_REPO_LINK = re.compile(r"\[([^\]]+)\]\((?!https?:|#|/)[^)]+\)")
+# The pages shown at /docs/guide and searched, by their front matter's audience: operator
+# and contributor pages are neither. The docs site's home page is not a section either.
+GUIDE_AUDIENCES = ("user", "api")
+_HOME = "index.md"
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+_TITLE = re.compile(r"\A\s*# +(.+?) *#*\n")
+# [text](target): a link to another docs page, into the repository or outside.
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 # How much of a section's or an entry's text retrieval reads.
 _MAX_TEXT = 4000
 
@@ -41,8 +50,20 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Page:
+    """A page of ``docs/``: its path there, front matter and Markdown body (without its
+    front matter and its title's heading)."""
+
+    path: str
+    title: str
+    audience: str
+    body: str
+
+
+@dataclass(frozen=True)
 class Section:
-    """A README section: its heading, level (2 or 3), anchor and Markdown body."""
+    """A section of the guide: a docs page's title, level (2 or 3), anchor and Markdown body,
+    its links to other guide pages turned into links to their anchors."""
 
     title: str
     level: int
@@ -57,44 +78,102 @@ def anchor_of(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def readme_sections(path: Path = README) -> tuple[Section, ...]:
-    """The README's user and API sections (## and ###), operator sections left out."""
-    return _sections(str(path))
+def read_page(path: Path, docs: Path = DOCS) -> Page:
+    """A docs page; its title from the front matter, else from its first heading."""
+    text = path.read_text(encoding="utf-8")
+    meta: dict = {}
+    match = _FRONT_MATTER.match(text)
+    if match:
+        meta = yaml.safe_load(match.group(1)) or {}
+        text = text[match.end() :]
+    heading = _TITLE.match(text)
+    if heading:
+        text = text[heading.end() :]
+    title = str(meta.get("title") or (heading.group(1) if heading else path.stem))
+    return Page(
+        path=path.relative_to(docs).as_posix(),
+        title=title,
+        audience=str(meta.get("audience", "")),
+        body=text.strip(),
+    )
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML as MkDocs reads it, its own tags (``!ENV``, ``!relative``...) read as nothing."""
+
+
+_ConfigLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+_ConfigLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+
+
+def nav_pages(config: Path = MKDOCS) -> list[tuple[str, int]]:
+    """The pages of the docs site's nav in its order, each with its level in the guide: a
+    page alone at the top, or first in a section, is a section (2); the others of a
+    section are its subsections (3)."""
+    try:
+        nav = yaml.load(config.read_text(encoding="utf-8"), _ConfigLoader).get("nav") or []
+    except (OSError, AttributeError, yaml.YAMLError):
+        return []
+
+    def flat(items) -> list[str]:
+        paths: list[str] = []
+        for item in items if isinstance(items, list) else [items]:
+            value = next(iter(item.values())) if isinstance(item, dict) else item
+            paths += flat(value) if isinstance(value, list) else [value]
+        return paths
+
+    pages: list[tuple[str, int]] = []
+    for item in nav:
+        for n, path in enumerate(flat(item)):
+            pages.append((path, 2 if n == 0 else 3))
+    return pages
+
+
+def guide_sections(docs: Path = DOCS, config: Path = MKDOCS) -> tuple[Section, ...]:
+    """The user and API pages of ``docs/``, in the nav's order, as the guide's sections."""
+    return _sections(str(docs), str(config))
 
 
 @lru_cache(maxsize=4)
-def _sections(path: str) -> tuple[Section, ...]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError:
-        return ()
-    sections: list[Section] = []
-    seen: dict[str, int] = {}
-    title, level, lines, skipping, fenced = None, 0, [], False, False
-
-    def close() -> None:
-        if title is not None and not skipping:
-            anchor = anchor_of(title)
-            count = seen.get(anchor, 0)
-            seen[anchor] = count + 1
-            if count:
-                anchor = f"{anchor}-{count}"
-            body = _REPO_LINK.sub(r"\1", "\n".join(lines).strip())
-            sections.append(Section(title, level, anchor, body))
-
-    for line in text.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        match = None if fenced else _HEADING.match(line)
-        if match is None:
-            lines.append(line)
+def _sections(docs_dir: str, config: str) -> tuple[Section, ...]:
+    docs = Path(docs_dir)
+    pages: list[tuple[Page, int]] = []
+    for path, level in nav_pages(Path(config)):
+        try:
+            page = read_page(docs / path, docs)
+        except (OSError, yaml.YAMLError):
             continue
-        close()
-        title, level, lines = match.group(2).strip(), len(match.group(1)), []
-        if level == 2:
-            skipping = title in _OPERATOR_SECTIONS
-    close()
-    return tuple(sections)
+        if path != _HOME and page.audience in GUIDE_AUDIENCES:
+            pages.append((page, level))
+    anchors: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for page, _ in pages:
+        anchor = anchor_of(page.title)
+        count = seen.get(anchor, 0)
+        seen[anchor] = count + 1
+        anchors[page.path] = f"{anchor}-{count}" if count else anchor
+    return tuple(
+        Section(page.title, level, anchors[page.path], _guide_links(page, anchors))
+        for page, level in pages
+    )
+
+
+def _guide_links(page: Page, anchors: dict[str, str]) -> str:
+    """The page's body with each link to a guide page made a link to its anchor, and each
+    other relative link (a page the site does not show, a file of the repository) its
+    words alone."""
+
+    def replace(match: re.Match) -> str:
+        text, target = match.groups()
+        if re.match(r"[a-z][a-z0-9+.-]*:|#|/", target):
+            return match.group(0)
+        path = posixpath.normpath(
+            posixpath.join(posixpath.dirname(page.path), target.split("#", 1)[0])
+        )
+        anchor = anchors.get(path)
+        return f"[{text}](#{anchor})" if anchor else text
+
+    return _LINK.sub(replace, page.body)
 
 
 def tool_document(tool: Tool, category_label: str) -> Document:
@@ -153,7 +232,7 @@ def changelog_document(entry: changelog.Entry) -> Document:
     )
 
 
-# Site pages that no README section stands for: (id, title, address, line, text).
+# Site pages that no docs page stands for: (id, title, address, line, text).
 _PAGES = (
     (
         "pricing",

@@ -80,7 +80,7 @@ def test_the_real_catalogue_loads_at_least_90_tools_in_11_categories():
     } <= set(catalogue.categories())
 
 
-# Model-backed and heavy media engines run queued (DESIGN.md section 7); light ones inline.
+# Model-backed and heavy media engines run queued (docs/architecture/runs.md); light ones inline.
 QUEUED_ENGINES = {
     "audio.edit",
     "audio.inspect",

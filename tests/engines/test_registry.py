@@ -29,7 +29,7 @@ ILLUSTRATIVE_ENGINES = {
     "video.render",
     "vision.chat",
 }
-# Image generation and image understanding have no offline model (DESIGN.md section 10).
+# Image generation and image understanding have no offline model (docs/architecture/engines.md).
 PROVIDER_ONLY_ENGINES = {"images.generate", "productions.images", "vision.chat"}
 DETERMINISTIC_SLUGS = sorted(
     tool.slug for tool in load_catalogue() if tool.engine not in ILLUSTRATIVE_ENGINES
@@ -74,9 +74,10 @@ def test_deterministic_tools_include_files_in_and_out():
 
 
 def test_every_engine_is_used_by_a_tool():
-    from blueprints.api.plan_gated import endpoint_tools
+    from blueprints.api import endpoint_tools
 
-    # The plan-gated endpoints' tools (DESIGN.md section 4a) are not in the catalogue.
+    # The plan-gated endpoints' tools are not in the catalogue
+    # (docs/architecture/plan-gated-endpoints.md).
     endpoints = {tool.engine for tool in endpoint_tools().values()}
     assert {tool.engine for tool in load_catalogue()} | endpoints == set(engine_names())
 

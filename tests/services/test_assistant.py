@@ -86,11 +86,45 @@ def test_the_index_is_built_once_per_process_for_every_app_on_the_catalogue(app)
         assert current_index() is first
 
 
-def test_readme_sections_leave_the_operator_sections_out():
-    titles = [section.title for section in documents.readme_sections()]
+def test_the_guide_sections_are_the_user_and_api_pages_of_docs():
+    sections = documents.guide_sections()
+    titles = [section.title for section in sections]
     assert "Webhooks" in titles and "Calling the API" in titles
-    assert "Operating it" not in titles and "File storage" not in titles
-    assert "Where the code is" not in titles
+    assert "Settings" not in titles and "File storage" not in titles and "Workers" not in titles
+    assert "Where the code is" not in titles and "SVC documentation" not in titles
+    levels = {section.title: section.level for section in sections}
+    assert levels["Calling the API"] == 2 and levels["Webhooks"] == 3
+
+
+def test_links_between_docs_pages_become_links_to_their_guide_anchors(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "api").mkdir(parents=True)
+    (docs / "operating").mkdir()
+    (docs / "index.md").write_text("---\ntitle: Home\naudience: user\n---\n# Home\n\nHi.\n")
+    (docs / "api" / "a.md").write_text(
+        "---\ntitle: Calling it\naudience: api\n---\n\n# Calling it\n\n"
+        "See [the hooks](b.md#x), [settings](../operating/s.md), [code](../../app.py), "
+        "[the site](/pricing), [here](#calling-it) and [out](https://example.com).\n"
+    )
+    (docs / "api" / "b.md").write_text("---\ntitle: Web hooks\naudience: api\n---\nBody.\n")
+    (docs / "operating" / "s.md").write_text("---\ntitle: S\naudience: operator\n---\nS.\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(
+        "nav:\n  - Home: index.md\n  - API:\n      - api/a.md\n      - api/b.md\n"
+        "  - Ops: operating/s.md\n"
+    )
+    first, second = documents.guide_sections(docs, config)
+    assert (first.title, first.level, first.anchor) == ("Calling it", 2, "calling-it")
+    assert (second.title, second.level, second.anchor, second.body) == (
+        "Web hooks",
+        3,
+        "web-hooks",
+        "Body.",
+    )
+    assert first.body == (
+        "See [the hooks](#web-hooks), settings, code, [the site](/pricing), "
+        "[here](#calling-it) and [out](https://example.com)."
+    )
 
 
 def test_an_exact_slug_or_name_comes_first(app):

@@ -11,7 +11,7 @@ import pytest
 from catalogue import load_catalogue
 from extensions import db
 from models import Run, UsageDaily, UsageEvent
-from services import accounts, clock, embeds, keys, quota
+from services import accounts, clock, embed_caps, embeds, keys, quota
 from services.recorder import recorder
 
 _emails = itertools.count(1)
@@ -28,7 +28,7 @@ def widget(app, plan: str = "agency", free_calls_used: int = 100, **values) -> e
 
 
 def run_once(live: embeds.Live, visitor: str = "visitor-1", text: str = "a b c"):
-    ticket = embeds.admit(live.embed, visitor)
+    ticket = embed_caps.admit(live.embed, visitor)
     stored = {"text": text}
     return embeds.run(live, stored, visitor, ticket)
 
@@ -96,13 +96,13 @@ def test_the_keys_daily_quota_refuses_and_gives_the_caps_back(app):
     db.session.commit()
     live = embeds.live(live.embed.public_id)
     run_once(live)
-    with pytest.raises(embeds.CapReached) as capped:
+    with pytest.raises(embed_caps.CapReached) as capped:
         run_once(live)
     assert capped.value.cap == "quota"
     assert quota.store().usage(live.key.key_id, clock.now()).calls == 1
     # The refused run was given back to the widget's day: one counted, not two.
     day = clock.utc_day()
-    counted = embeds.allowance.store().get([f"embed:{day}:widget:{live.embed.id}"])
+    counted = embed_caps.allowance.store().get([f"embed:{day}:widget:{live.embed.id}"])
     assert counted == [1]
 
 
@@ -126,11 +126,11 @@ def test_caps_per_visitor_and_per_day(request, which):
     live = widget(app, per_visitor_daily=2, daily=3, per_minute=100)
     run_once(live, "v1")
     run_once(live, "v1")
-    with pytest.raises(embeds.CapReached) as capped:
+    with pytest.raises(embed_caps.CapReached) as capped:
         run_once(live, "v1")
     assert capped.value.cap == "per_visitor_daily"
     run_once(live, "v2")
-    with pytest.raises(embeds.CapReached) as capped:
+    with pytest.raises(embed_caps.CapReached) as capped:
         run_once(live, "v3")
     assert capped.value.cap == "daily"
     assert capped.value.retry_after == clock.seconds_to_midnight()
@@ -144,7 +144,7 @@ def test_the_per_minute_cap(request, which):
     live = widget(app, per_minute=2)
     run_once(live, "v1")
     run_once(live, "v2")
-    with pytest.raises(embeds.CapReached) as capped:
+    with pytest.raises(embed_caps.CapReached) as capped:
         run_once(live, "v3")
     assert capped.value.cap == "per_minute" and 1 <= capped.value.retry_after <= 60
 
@@ -155,7 +155,7 @@ def test_the_day_caps_are_counted_again_from_the_runs_when_redis_lost_them(app):
     run_once(live, "v1")
     recorder().flush()
     app.extensions["redis"].flushdb()  # Redis lost everything mid-day
-    with pytest.raises(embeds.CapReached) as capped:
+    with pytest.raises(embed_caps.CapReached) as capped:
         run_once(live, "v1")
     assert capped.value.cap == "per_visitor_daily"
 

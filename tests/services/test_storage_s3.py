@@ -14,7 +14,7 @@ from config import Config
 from engines.blob import Blob
 from extensions import db
 from services import accounts, storage
-from services.storage_s3 import S3Backend
+from services.storage.s3 import S3Backend
 from tests.conftest import app_config
 from tests.fakes.s3_server import BUCKET, free_port
 

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 from catalogue import load_workflows
 from engines import get_engine
 from extensions import db
+from jobs.maintenance import run_maintenance
 from services import clock, keys, quota, runs
-from services.sweeper import run_maintenance
 from tests.conftest import auth, needs_pg, needs_redis
 
 pytestmark = [needs_pg, needs_redis]

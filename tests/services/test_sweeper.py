@@ -13,6 +13,7 @@ from rq.job import Job, JobStatus
 
 import jobs.runs
 from extensions import db
+from jobs import maintenance
 from models import Run, UsageEvent
 from services import clock, keys, quota, runs, sweeper
 from services.queue import LOST, WAITING, WORKING, JobLease, LeaseKeeper, lease_key
@@ -364,10 +365,9 @@ def _note() -> None:
 
 
 def test_a_failing_maintenance_task_does_not_stop_the_others(embedded_app, monkeypatch, caplog):
-    here = "tests.services.test_sweeper"
-    monkeypatch.setattr(sweeper, "MAINTENANCE_TASKS", (f"{here}._unreachable", f"{here}._note"))
+    monkeypatch.setattr(maintenance, "MAINTENANCE_TASKS", (_unreachable, _note))
     _ran.clear()
-    sweeper.run_maintenance(embedded_app)
+    maintenance.run_maintenance(embedded_app)
     assert _ran == ["noted"]
     assert "could not run: Connection refused" in caplog.text
 

@@ -3,11 +3,10 @@ from flask_smorest import Blueprint
 
 from blueprints.api.audiobooks.schemas import AudiobookSchema
 from blueprints.api.audiobooks.tool import AUDIOBOOK
-from blueprints.api.docs import API_KEY_SECURITY, problem_responses
+from blueprints.api.docs import API_KEY_SECURITY, problem_responses, result_example
 from blueprints.api.pipeline import authenticate
 from blueprints.api.plan_gated import (
     require_plan_of,
-    result_example,
     result_schema,
     run_operation,
     start_run,

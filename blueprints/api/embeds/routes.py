@@ -1,4 +1,4 @@
-"""The agency's embeddable widgets (DESIGN.md sections 4a and 11): list, create, read,
+"""The agency's embeddable widgets (docs/architecture/agency.md): list, create, read,
 change and delete them. Free and Starter keys get 403, paid plans below Agency 402; another
 account's widget is not found (404), never forbidden. A widget made here runs through the
 key that made it."""

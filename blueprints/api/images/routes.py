@@ -1,8 +1,9 @@
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from blueprints.api.docs import result_example
 from blueprints.api.images.tool import GENERATE_IMAGES
-from blueprints.api.plan_gated import result_example, result_schema, run_operation, start_run
+from blueprints.api.plan_gated import result_schema, run_operation, start_run
 
 blp = Blueprint(
     "images", __name__, url_prefix="/v1", description="Generate images (Creator plan and up)."

@@ -22,6 +22,8 @@ from http import HTTPStatus
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from blueprints.api.docs import SavedExample
+
 POSTMAN_SCHEMA_URL = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"
 API_KEY_HEADER = "X-SVC-API-Key"
 API_KEY_PLACEHOLDER = "svc_your_key_here"
@@ -272,16 +274,6 @@ def _live_item(
 
 def _test_event(lines: list[str]) -> list[dict]:
     return [{"listen": "test", "script": {"type": "text/javascript", "exec": lines}}]
-
-
-class SavedExample(NamedTuple):
-    """One saved request of an `example_folder`: its name, JSON body and, when given, the
-    JSON body of its saved 200 response."""
-
-    name: str
-    body: Any
-    description: str = ""
-    response: Any = None
 
 
 def example_folder(

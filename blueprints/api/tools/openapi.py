@@ -1,4 +1,5 @@
-"""Per-tool schemas in the OpenAPI document (DESIGN.md section 12), added by an apispec plugin.
+"""Per-tool schemas in the OpenAPI document (docs/architecture/openapi.md), added by an apispec
+plugin.
 
 - ``RunTool_<slug>``: ``POST /v1/tools/run`` takes ``slug`` plus that tool's own fields, so its
   body is a ``oneOf`` of one schema per tool, told apart by ``slug`` (a discriminator); every
@@ -25,9 +26,7 @@ from apispec import BasePlugin
 from apispec.exceptions import DuplicateComponentNameError
 from apispec.ext.marshmallow.common import resolve_schema_instance
 
-from blueprints.api.docs import STREAM_FIELD
-from blueprints.api.openapi.postman import SavedExample
-from blueprints.api.plan_gated import result_example
+from blueprints.api.docs import STREAM_FIELD, SavedExample, result_example
 from blueprints.api.schemas import RunResultSchema
 from catalogue import Catalogue, Tool
 

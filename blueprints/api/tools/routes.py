@@ -1,6 +1,6 @@
 import contextlib
 
-from flask import current_app, g, jsonify, request, url_for
+from flask import current_app, jsonify, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from werkzeug.datastructures import FileStorage
@@ -21,8 +21,10 @@ from blueprints.api.pipeline import (
     cancel_or_409,
     current_key,
     likely_admitted,
+    note_usage,
     parse_json,
     parse_prefer,
+    quota_problem,
     read_body,
     require_api_access,
     require_plan,
@@ -47,7 +49,6 @@ from models import Run
 from services import clock, inputs, runs
 from services.assistant.search import search_tools
 from services.queue import dispatcher
-from services.quota import Usage
 from services.recorder import recorder
 from services.runs import QuotaExceeded, RunFailed
 from services.urls import absolute_url_for
@@ -151,8 +152,8 @@ def run_tool_request(tool: Tool, inputs: dict, *, stream: bool = False):
         notify = prefer.respond_async and not stream
         result = runs.submit(current_key(), tool, inputs, notify=notify, admit=admit_run)
     except QuotaExceeded as refused:
-        raise _quota_problem(refused.reservation) from None
-    _note_usage(result.reservation)
+        raise quota_problem(refused.reservation) from None
+    note_usage(result.reservation)
     run_id = result.run.id
     runs.commit_submission(result.held)
     enqueue_run(run_id, tool, awaited=not (prefer.respond_async or stream))
@@ -208,27 +209,8 @@ def _inline(tool: Tool, inputs: dict) -> dict:
         raise run_problem(failed.run.id, failed.run.error) from None
     body = run_result(result.run)
     runs.end_transaction()  # the claim of a free call, if one was made
-    _note_usage(result.reservation)
+    note_usage(result.reservation)
     return body
-
-
-def _note_usage(reservation) -> None:
-    if reservation is not None:
-        g._get_current_object().day_usage = Usage(reservation.day, reservation.used, 0)
-
-
-def _quota_problem(reservation) -> Problem:
-    _note_usage(reservation)
-    return Problem(
-        429,
-        "quota_exceeded",
-        f"This key has used all {reservation.limit} calls of today (UTC); "
-        "the quota resets at 00:00 UTC.",
-        headers={"Retry-After": clock.seconds_to_midnight()},
-        limit=reservation.limit,
-        remaining=0,
-        resets_at=clock.next_midnight().isoformat().replace("+00:00", "Z"),
-    )
 
 
 def run_result(run: Run) -> dict:
@@ -258,21 +240,24 @@ def run_record(run: Run) -> dict:
     }
 
 
+# The problem code of a failed run by its error's kind (its status: ``runs.FAILURE_STATUS``).
+_FAILURE_CODES = {
+    "input": "validation_failed",
+    "provider": "provider_unavailable",
+    "model_unfit": "embedded_model_unfit",
+}
+
+
 def run_problem(run_id: str, error: dict) -> Problem:
+    """The problem document a failed run answers (and its stream's ``error`` event)."""
     kind, message = error.get("code"), error.get("message", "")
+    status = runs.FAILURE_STATUS.get(kind, 500)
+    extra: dict = {"run_id": run_id}
     if kind == "input":
-        return Problem(422, "validation_failed", message, errors={"": [message]}, run_id=run_id)
+        extra["errors"] = {"": [message]}
     if kind == "provider":
-        return Problem(
-            503,
-            "provider_unavailable",
-            message,
-            headers={"Retry-After": error.get("retry_after") or 30},
-            run_id=run_id,
-        )
-    if kind == "model_unfit":
-        return Problem(503, "embedded_model_unfit", message, run_id=run_id)
-    return Problem(500, "internal_error", message, run_id=run_id)
+        extra["headers"] = {"Retry-After": error.get("retry_after") or 30}
+    return Problem(status, _FAILURE_CODES.get(kind, "internal_error"), message, **extra)
 
 
 def own_run(run_id) -> Run:

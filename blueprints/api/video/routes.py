@@ -1,7 +1,8 @@
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blueprints.api.plan_gated import result_example, result_schema, run_operation, start_run
+from blueprints.api.docs import result_example
+from blueprints.api.plan_gated import result_schema, run_operation, start_run
 from blueprints.api.video.tool import GENERATE_VIDEO
 
 blp = Blueprint(

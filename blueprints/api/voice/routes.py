@@ -1,11 +1,10 @@
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blueprints.api.docs import API_KEY_SECURITY, problem_responses
+from blueprints.api.docs import API_KEY_SECURITY, problem_responses, result_example
 from blueprints.api.pipeline import authenticate
 from blueprints.api.plan_gated import (
     require_plan_of,
-    result_example,
     result_schema,
     run_operation,
     start_run,

@@ -1,5 +1,5 @@
 """The calling key's webhook: its URL and secret, the log of deliveries, redelivery and the
-test event (DESIGN.md section 8). Everything here belongs to the key that calls: another
+test event (docs/architecture/webhooks.md). Everything here belongs to the key that calls: another
 key's delivery is not found (404), never forbidden."""
 
 import marshmallow as ma

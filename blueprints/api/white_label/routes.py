@@ -1,4 +1,4 @@
-"""The agency's white-label brand (DESIGN.md sections 4a and 11): read it and change it. Free
+"""The agency's white-label brand (docs/architecture/agency.md): read it and change it. Free
 and Starter keys get 403, paid plans below Agency 402 with ``upgrade_url``. The settings page
 (``/account/white-label``) saves through the same service, with the same messages."""
 

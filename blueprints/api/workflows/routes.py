@@ -14,6 +14,8 @@ from blueprints.api.pipeline import (
     authenticate,
     cancel_or_409,
     current_key,
+    note_usage,
+    quota_problem,
     read_body,
     require_api_access,
     require_plan,
@@ -23,12 +25,7 @@ from blueprints.api.pipeline import (
 )
 from blueprints.api.problems import Problem, problem_body
 from blueprints.api.tools.events import LAST_EVENT_ID, event_stream, events_response
-from blueprints.api.tools.routes import (
-    _note_usage,
-    _quota_problem,
-    refuse_if_unavailable,
-    run_problem,
-)
+from blueprints.api.tools.routes import refuse_if_unavailable, run_problem
 from blueprints.api.workflows.schemas import (
     WorkflowListSchema,
     WorkflowRunAcceptedSchema,
@@ -120,8 +117,8 @@ def start_run():
     except InputRefused as refused:
         raise validation_failed(refused.errors) from None
     except QuotaExceeded as refused:
-        raise _quota_problem(refused.reservation) from None
-    _note_usage(reservation)
+        raise quota_problem(refused.reservation) from None
+    note_usage(reservation)
     accepted = {
         "run_id": run.id,
         "workflow_id": run.workflow_id,

@@ -13,7 +13,7 @@ from functools import wraps
 from flask import abort, flash, make_response, redirect, render_template, request
 from flask_login import current_user
 
-from blueprints.site.account.access import current_membership
+from blueprints.site.access import current_membership
 from blueprints.site.routes import bp
 from extensions import db
 from models import Account

@@ -28,7 +28,7 @@ from flask import (
 from flask_login import current_user, login_user
 from limits import parse
 
-from blueprints.site.account.access import (
+from blueprints.site.access import (
     current_membership,
     mark_fresh,
     member_required,

@@ -2,7 +2,7 @@
 calls or credits per day of the last 7 or 30 days, web and API apart, as a chart drawn on
 the server (SVG) with the same figures in a table beneath it, per key, and as CSV
 (``/account/usage.csv``). Filters live in the URL. Every member sees the whole account's
-usage (DESIGN.md section 11). Read from the daily rollups, never from the ledger."""
+usage (docs/architecture/site.md). Read from the daily rollups, never from the ledger."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from datetime import date
 
 from flask import g, make_response, render_template, request
 
-from blueprints.site.account.access import member_required
+from blueprints.site.access import member_required
 from blueprints.site.routes import bp
 from services import usage_dashboard
 from services.plans import get_plan

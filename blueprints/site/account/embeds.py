@@ -1,4 +1,4 @@
-"""The agency's widgets, ``/account/embeds/`` (DESIGN.md section 11, "Agency: embeds").
+"""The agency's widgets, ``/account/embeds/`` (docs/architecture/agency.md).
 
 The list with each widget's usage and the form that creates one; per widget, its snippet
 (with a copy button), its settings (origins, caps, enabled, name, the key its runs use), its
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from flask import abort, flash, g, make_response, redirect, render_template, request
 
-from blueprints.site.account.access import member_required, role_at_least
+from blueprints.site.access import member_required, role_at_least
 from blueprints.site.routes import bp
 from catalogue import load_catalogue
 from extensions import db

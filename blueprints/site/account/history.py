@@ -13,7 +13,7 @@ from flask import abort, g, make_response, redirect, render_template, request, u
 
 from blueprints.api.tools.events import event_stream, status_ending
 from blueprints.api.workflows.routes import run_record
-from blueprints.site.account.access import member_required
+from blueprints.site.access import member_required
 from blueprints.site.account.dashboard import fragment_aware, wants_fragment
 from blueprints.site.forms import field_label
 from blueprints.site.output import blocks, raw_json
@@ -80,12 +80,12 @@ def _own(run_id: str) -> Run | WorkflowRun:
     return run
 
 
-def _file_url(file: dict) -> str:
+def api_file_url(file: dict) -> str:
     """A run's file as the API links it (its URL is an unguessable capability)."""
     return file.get("url") or url_for("files.FileById", file_id=file["id"])
 
 
-def _input_rows(values) -> list[tuple[str, str, Any]]:
+def input_rows(values) -> list[tuple[str, str, Any]]:
     """A run's input as (label, kind, value) rows, kind text, file (a stored file's
     reference) or json."""
     if _is_file_reference(values):
@@ -124,14 +124,14 @@ def _tool_context(run: Run) -> dict:
     tool = load_catalogue().get(run.tool_slug) or runs.find_tool(run.tool_slug)
     output = None
     if tool is not None and run.status == "succeeded" and run.output is not None:
-        output = blocks(tool, run.output, _file_url)
+        output = blocks(tool, run.output, api_file_url)
     again = None
     if tool is not None and load_catalogue().get(run.tool_slug) is not None:
         again = url_for("site.tool_page", slug=tool.slug, from_run=run.id)
     return {
         "kind": "tool",
         "name": tool.name if tool else run.tool_slug,
-        "input_rows": _input_rows(run.input),
+        "input_rows": input_rows(run.input),
         "output": output,
         "raw": raw_json(run.output) if run.output is not None else None,
         "quality_note": runs.quality_note(run.model),
@@ -152,14 +152,14 @@ def _workflow_context(run: WorkflowRun) -> dict:
     output = None
     if run.status == "succeeded" and run.output is not None and workflow is not None:
         as_tool = SimpleNamespace(engine="llm.chat", output=workflow.output_schema)
-        output = blocks(as_tool, run.output, _file_url)
+        output = blocks(as_tool, run.output, api_file_url)
     again = None
     if workflow is not None and isinstance(run.input, str):
         again = url_for("site.workflow", workflow_id=workflow.id, from_run=run.id) + "#start"
     return {
         "kind": "workflow",
         "name": workflow.name if workflow else run.workflow_id,
-        "input_rows": _input_rows(run.input),
+        "input_rows": input_rows(run.input),
         "output": output,
         "raw": raw_json(run.output) if run.output is not None else None,
         "again": again,

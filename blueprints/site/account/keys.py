@@ -1,4 +1,4 @@
-"""The API keys and webhooks console, ``/account/api-keys/`` (DESIGN.md section 11).
+"""The API keys and webhooks console, ``/account/api-keys/`` (docs/architecture/site.md).
 
 The list of the account's working keys (revoked and expired ones are gone) and the form
 that creates one; per key, ``/account/api-keys/<key_id>/``: its webhook (URL, secret revealed
@@ -6,7 +6,7 @@ or rotated, a test event, the deliveries log with every attempt, redelivery). Th
 services as the API and the ``flask keys`` commands do the work (services.keys,
 services.webhooks).
 
-Who may do what (DESIGN.md section 11 roles): owners and admins manage every key; a member
+Who may do what (docs/architecture/accounts.md#roles): owners and admins manage every key; a member
 manages the keys they created and sees the others without any action or secret. Another
 account's key, or a key that no longer works, is a 404 as if it did not exist; a key a member
 may not manage is a 403. Rolling a key, revealing and rotating a webhook secret need a login
@@ -27,7 +27,7 @@ from datetime import datetime
 from flask import abort, flash, g, make_response, redirect, render_template, request, session
 from flask_login import current_user
 
-from blueprints.site.account.access import fresh_login_required, member_required, role_at_least
+from blueprints.site.access import fresh_login_required, member_required, role_at_least
 from blueprints.site.routes import bp
 from extensions import db
 from jobs.webhooks import schedule

@@ -12,7 +12,7 @@ from __future__ import annotations
 from flask import abort, flash, g, make_response, redirect, render_template, request, session
 from flask_login import current_user
 
-from blueprints.site.account.access import member_required, sign_in
+from blueprints.site.access import member_required, sign_in
 from blueprints.site.routes import bp
 from extensions import db
 from services import clock, users

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import flash, g, make_response, redirect, render_template, request, url_for
 
-from blueprints.site.account.access import member_required, role_at_least
+from blueprints.site.access import member_required, role_at_least
 from blueprints.site.account.history import _own
 from blueprints.site.routes import bp
 from extensions import db

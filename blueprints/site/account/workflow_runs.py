@@ -17,7 +17,7 @@ from flask import abort, g, make_response, redirect, render_template, request, u
 from flask_login import current_user
 from sqlalchemy import func, select
 
-from blueprints.site.account.access import current_membership, member_required
+from blueprints.site.access import current_membership, member_required
 from blueprints.site.catalogue import input_facts, stages, tools_catalogue, workflows_catalogue
 from blueprints.site.prefill import workflow_value
 from blueprints.site.routes import bp

@@ -1,4 +1,4 @@
-"""``/v1/embeds``: the agency's widgets through the API (DESIGN.md sections 4a and 11)."""
+"""``/v1/embeds``: the agency's widgets through the API (docs/architecture/agency.md)."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""Idempotency-Key on the run endpoints (DESIGN.md section 7)."""
+"""Idempotency-Key on the run endpoints (docs/architecture/request-pipeline.md)."""
 
 import json
 import os

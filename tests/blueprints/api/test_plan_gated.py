@@ -1,4 +1,5 @@
-"""The Creator and Business endpoints (DESIGN.md section 4a) end to end through the API.
+"""The Creator and Business endpoints (docs/architecture/plan-gated-endpoints.md) end to end
+through the API.
 
 Most tests run on the embedded default (SQLite, in-process queue); the plan table, limits and
 quota run on PostgreSQL and Redis (a real RQ worker where a run has to execute).

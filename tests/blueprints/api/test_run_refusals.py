@@ -1,4 +1,4 @@
-"""Every row of the refusal table (DESIGN.md section 5), with real tools."""
+"""Every row of the refusal table (docs/architecture/request-pipeline.md), with real tools."""
 
 import io
 

@@ -1,4 +1,4 @@
-"""``GET/PUT /v1/white-label`` (DESIGN.md sections 4a and 11): every plan's answer, a round
+"""``GET/PUT /v1/white-label`` (docs/architecture/agency.md): every plan's answer, a round
 trip, the 422s with their field messages, and the brand's stylesheet and logo it links."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The operator commands, used exactly as the README documents them."""
+"""The operator commands, used exactly as docs/operating/operators.md documents them."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""keys set-webhook and keys rotate-webhook-secret, as the README documents them."""
+"""keys set-webhook and keys rotate-webhook-secret, as docs/operating/operators.md documents
+them."""
 
 import pytest
 from standardwebhooks import Webhook

@@ -12,7 +12,7 @@ import pytest
 from blueprints.site.embed import EMPTY_BODY
 from extensions import db
 from models import Embed, Run, UsageEvent
-from services import accounts, clock, embeds, keys
+from services import accounts, clock, embed_caps, embeds, keys
 from services.recorder import recorder
 from tests.blueprints.site.test_tool_pages import answered_by_the_embedded_model
 
@@ -148,7 +148,7 @@ def test_a_run_answers_the_output_and_is_charged_as_the_widgets_key(client, agen
         account.id,
     )
     assert recorded.status == "succeeded" and recorded.credits == 1
-    assert recorded.web_address == embeds.visitor_hash("127.0.0.1")
+    assert recorded.web_address == embed_caps.visitor_hash("127.0.0.1")
     ledger = db.session.scalars(db.select(UsageEvent).where(UsageEvent.run_id == recorded.id)).all()
     assert [(e.api_key_id, e.credits) for e in ledger] == [(key.id, 1)]
 

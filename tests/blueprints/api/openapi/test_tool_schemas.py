@@ -9,8 +9,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from app import create_app
+from blueprints.api import endpoint_tools
 from blueprints.api.openapi.routes import TOOLS_BY_CATEGORY
-from blueprints.api.plan_gated import endpoint_tools
 from blueprints.api.tools.openapi import component_name
 from catalogue import load_catalogue
 from tests.conftest import app_config, auth

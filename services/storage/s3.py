@@ -76,7 +76,7 @@ class S3Settings:
             raise StorageConfigError(
                 "File storage in an S3 bucket is not configured correctly: "
                 + "; ".join(problems)
-                + ". See README.md, 'Operating it'."
+                + ". See docs/operating/storage.md."
             )
         return cls(
             bucket=bucket,

@@ -8,7 +8,7 @@ to one backend, chosen by configuration and checked at start-up (``init_app``):
 - the database (the default), in the row's ``data`` column: web and worker dynos share no
   disk, and the database is the one store both always have;
 - an S3-compatible bucket (``STORAGE_BACKEND=s3``, or ``S3_BUCKET`` alone), as the object
-  ``<S3_PREFIX>/<id>``, the row's ``data`` left empty (services/storage_s3.py). Files kept in
+  ``<S3_PREFIX>/<id>``, the row's ``data`` left empty (services/storage/s3.py). Files kept in
   the database before a bucket was configured are still read from there.
 
 A file's id is a random URL-safe token of 32 characters (192 bits); whoever holds its URL may
@@ -111,7 +111,7 @@ def backend_for(config: Mapping) -> Backend:
     if name == "database":
         return DatabaseBackend()
     if name == "s3":
-        from services.storage_s3 import S3Backend, S3Settings
+        from services.storage.s3 import S3Backend, S3Settings
 
         return S3Backend(S3Settings.from_config(config))
     raise StorageConfigError(

@@ -3,7 +3,7 @@ and, for revealing or rolling keys and secrets, signed in within the last 10 min
 
 The current account is the one chosen in the account switcher (``session["account_id"]``),
 else the user's first: an account they own, else the oldest membership. A suspended account
-is never current (DESIGN.md section 11).
+is never current (docs/architecture/accounts.md#roles).
 """
 
 from __future__ import annotations
