@@ -5,158 +5,16 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping
-from inspect import iscoroutinefunction
-from types import MethodType
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
-import orjson
-from flask import Flask, Request, current_app, g, has_app_context, request
-from flask.json.provider import DefaultJSONProvider
+from flask import Flask, current_app, g, has_app_context, request
 from sqlalchemy import event, exc
-from werkzeug.datastructures import MultiDict
-from werkzeug.exceptions import ClientDisconnected
 from werkzeug.middleware.proxy_fix import ProxyFix
-from werkzeug.sansio.utils import get_content_length
-from werkzeug.utils import cached_property
 
 import config
 from extensions import db, limiter, login_manager, migrate
-
-
-class PlatformRequest(Request):
-    """Flask's request, reading a body of declared length in one read.
-
-    werkzeug reads a body through a limiting stream, in chunks until the end, and finds
-    the length through its header mapping: about 25 µs for a small JSON body here, a
-    tenth of what an inline tool run adds to a request
-    (docs/contributing/benchmarks/api-overhead.md). A body whose ``Content-Length`` is
-    declared, within the limit and not chunked is read whole, straight from the server's
-    input; anything else is left to werkzeug, which answers it as before.
-    """
-
-    @property
-    def max_content_length(self) -> int | None:
-        """Flask's (a limit set on this request, else ``MAX_CONTENT_LENGTH``), with one
-        lookup of the app instead of an attribute read through its proxy (each builds and
-        discards an AttributeError: blueprints/api/pipeline.py)."""
-        if self._max_content_length is not None or not current_app:
-            return super().max_content_length
-        return current_app._get_current_object().config["MAX_CONTENT_LENGTH"]
-
-    @max_content_length.setter
-    def max_content_length(self, value: int | None) -> None:
-        self._max_content_length = value
-
-    @cached_property
-    def args(self) -> MultiDict[str, str]:
-        """werkzeug's, except for bytes of the query string sent raw rather than %-escaped
-        that are not UTF-8 (``?q=\\x80``): werkzeug's ``args`` raised UnicodeDecodeError for
-        them (a 500; it holds that such a client is wrong, pallets/werkzeug#3022). They stay
-        %-escaped here, as werkzeug leaves an escape that is not UTF-8 (``?q=%80``)."""
-        return self.parameter_storage_class(
-            parse_qsl(
-                self.query_string.decode(errors="werkzeug.url_quote"),
-                keep_blank_values=True,
-                errors="werkzeug.url_quote",
-            )
-        )
-
-    @cached_property
-    def content_length(self) -> int | None:
-        environ = self.environ  # werkzeug's own parsing, without its header mapping
-        return get_content_length(
-            environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING")
-        )
-
-    def get_data(
-        self, cache: bool = True, as_text: bool = False, parse_form_data: bool = False
-    ) -> Any:
-        if getattr(self, "_cached_data", None) is None and not parse_form_data:
-            data = self._read_declared_body()
-            if data is not None:
-                if cache:
-                    self._cached_data = data  # where werkzeug (forms, get_json) looks
-                return data.decode(errors="replace") if as_text else data
-        return super().get_data(cache, as_text, parse_form_data)  # type: ignore[call-overload]
-
-    def _read_declared_body(self) -> bytes | None:
-        """The whole body, or None where werkzeug must read it (chunked, no or bad length,
-        over the limit: it answers 413, or the stream was already opened)."""
-        environ = self.environ
-        declared = environ.get("CONTENT_LENGTH")
-        if (
-            declared is None
-            or not (declared.isascii() and declared.isdigit())
-            or len(declared) > 18  # int() refuses over 4,300 digits; werkzeug reads it as 0
-            or "HTTP_TRANSFER_ENCODING" in environ
-            or "stream" in self.__dict__
-        ):
-            return None
-        length, limit = int(declared), self.max_content_length
-        if limit is not None and length > limit:
-            return None
-        data = environ["wsgi.input"].read(length) if length else b""
-        if len(data) != length:  # the client went away before sending it all
-            raise ClientDisconnected()
-        return data
-
-
-class PlatformJSONProvider(DefaultJSONProvider):
-    """Flask's JSON, with answers (``jsonify``, a view's dict) encoded by orjson.
-
-    The stdlib encoder took a tenth of whoami's time in Python here. The answer is what
-    Flask's provider writes (keys sorted, compact, a final newline; dates, UUIDs, dataclasses
-    and ``__html__`` objects through Flask's own ``default``), except that text is UTF-8
-    rather than ``\\u`` escapes, and a NaN or an infinity is ``null`` rather than a token JSON
-    does not have. What orjson cannot encode (an integer wider than 64 bits, keys of mixed
-    types) is left to the stdlib, as are debug mode's indented answers, ``dumps`` and all
-    parsing (orjson would read a wide integer as a float).
-    """
-
-    _OPTIONS = (
-        orjson.OPT_SORT_KEYS
-        | orjson.OPT_NON_STR_KEYS
-        | orjson.OPT_PASSTHROUGH_DATETIME
-        | orjson.OPT_PASSTHROUGH_DATACLASS
-        | orjson.OPT_APPEND_NEWLINE
-    )
-
-    def response(self, *args: Any, **kwargs: Any):
-        if self.compact is False or (self.compact is None and self._app.debug):
-            return super().response(*args, **kwargs)
-        obj = self._prepare_response_obj(args, kwargs)
-        try:
-            encoded = orjson.dumps(obj, default=self.default, option=self._OPTIONS)
-        except orjson.JSONEncodeError:
-            return super().response(obj)
-        return self._app.response_class(encoded, mimetype=self.mimetype)
-
-
-class PlatformFlask(Flask):
-    """Flask, remembering which hooks and views are coroutines.
-
-    Flask asks ``ensure_sync`` about every hook and view on every request, and each answer
-    takes an ``inspect`` call (a dozen a request here, about 25 µs in all). The answer never
-    changes for a function, so it is kept (per function, not per bound method: MethodView
-    binds a new view object on every request).
-    """
-
-    request_class = PlatformRequest
-    json_provider_class = PlatformJSONProvider
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._coroutines: dict[Callable, bool] = {}
-
-    def ensure_sync(self, func: Callable) -> Callable:
-        # Not getattr(func, "__func__", func): a miss builds an AttributeError to discard.
-        key = func.__func__ if type(func) is MethodType else func
-        is_coroutine = self._coroutines.get(key)
-        if is_coroutine is None:
-            is_coroutine = self._coroutines[key] = iscoroutinefunction(func)
-        return self.async_to_sync(func) if is_coroutine else func
+from speedups import PlatformFlask, hook_only_where, without_request_hooks
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -246,7 +104,8 @@ def register_extensions(app: Flask) -> None:
             _ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE"])
     migrate.init_app(app, db, directory=str(config.INSTANCE_DIR.parent / "migrations"))
     _init_login(app)
-    _init_limiter(app)
+    # flask-limiter without the request hooks it adds (speedups.py says why).
+    without_request_hooks(app, limiter.init_app)
     quota.init_app(app)
     recorder.init_app(app)
     queue.init_app(app)
@@ -257,27 +116,6 @@ def register_extensions(app: Flask) -> None:
     if app.config["TRUSTED_PROXIES"]:
         # The client address from X-Forwarded-For, as set by that many proxies and no more.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["TRUSTED_PROXIES"])
-
-
-_HOOKS = ("before_request_funcs", "after_request_funcs", "teardown_request_funcs")
-
-
-def _init_limiter(app: Flask) -> None:
-    """Bind flask-limiter without its request hooks, unless default or application limits
-    are configured.
-
-    The hooks evaluate default, application and decorated limits and add their headers. This
-    app sets none of those: the API spends each key's limit on the limiter's strategy and
-    storage in its own pipeline (services/ratelimit.py) and writes its own headers. The hooks
-    only cost time (about 60 µs a request, measured), so whatever ``init_app`` hooked in is
-    taken out again.
-    """
-    before = {name: list(getattr(app, name).get(None, [])) for name in _HOOKS}
-    limiter.init_app(app)
-    if app.config.get("RATELIMIT_DEFAULT") or app.config.get("RATELIMIT_APPLICATION"):
-        return
-    for name in _HOOKS:
-        getattr(app, name)[None] = before[name]
 
 
 def _init_login(app: Flask) -> None:
@@ -292,18 +130,9 @@ def _init_login(app: Flask) -> None:
     secure = app.config["ENV_NAME"] not in ("development", "test")
     app.config["SESSION_COOKIE_SECURE"] = secure
     app.config["REMEMBER_COOKIE_SECURE"] = secure
-    hooks = app.after_request_funcs[None]
-    update = login_manager._update_remember_cookie
-    hooks[hooks.index(update)] = _site_only(update)
-
-
-def _site_only(hook: Callable) -> Callable:
     from blueprints.api import is_api_request
 
-    def on_site_pages(response):
-        return response if is_api_request() else hook(response)
-
-    return on_site_pages
+    hook_only_where(app, login_manager._update_remember_cookie, lambda: not is_api_request())
 
 
 def _sqlite_pragmas(connection, _record) -> None:

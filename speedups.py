@@ -202,6 +202,7 @@ def hook_only_where(app: Flask, hook: Callable[[Any], Any], where: Callable[[], 
     def only_there(response):
         return hook(response) if where() else response
 
+    only_there.hook, only_there.where = hook, where  # what it runs, and where
     hooks[hooks.index(hook)] = only_there
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("blueprints", "jobs", "services", "catalogue", "engines", "models")
 TOP = ("app", "wsgi", "web_worker")
-BOTTOM = ("extensions", "config")
+BOTTOM = ("extensions", "config", "speedups")
 PRODUCT = (*TOP, *PACKAGES, *BOTTOM)
 
 
