@@ -191,7 +191,7 @@ def request_id_for(incoming: str | None) -> str:
 
 
 def register_request_ids(app: Flask) -> None:
-    # On every request: the objects behind the proxies, taken once (blueprints/api/pipeline.py
+    # On every request: the objects behind the proxies, taken once (blueprints/api/pipeline/keys.py
     # says why).
     @app.before_request
     def assign_request_id():

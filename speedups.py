@@ -52,7 +52,7 @@ class PlatformRequest(Request):
     def max_content_length(self) -> int | None:
         """Flask's (a limit set on this request, else ``MAX_CONTENT_LENGTH``), with one
         lookup of the app instead of an attribute read through its proxy (each builds and
-        discards an AttributeError: blueprints/api/pipeline.py)."""
+        discards an AttributeError: blueprints/api/pipeline/keys.py)."""
         if self._max_content_length is not None or not current_app:
             return super().max_content_length
         return current_app._get_current_object().config["MAX_CONTENT_LENGTH"]

@@ -320,7 +320,7 @@ def resolve(raw: str) -> KeyContext | None:
     if not looks_like_key(raw):
         return None
     key_hash = hash_key(raw)
-    config = current_app._get_current_object().config  # blueprints/api/pipeline.py says why
+    config = current_app._get_current_object().config  # blueprints/api/pipeline/keys.py says why
     ttl = config["KEY_CACHE_SECONDS"]
     now = time.monotonic()
     hit = _cache.get(key_hash)

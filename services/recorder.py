@@ -525,7 +525,8 @@ def _statement(
 
 
 def recorder() -> RunRecorder:
-    return current_app._get_current_object().extensions["run_recorder"]  # api/pipeline.py says why
+    # One proxy lookup (blueprints/api/pipeline/keys.py says why).
+    return current_app._get_current_object().extensions["run_recorder"]
 
 
 def replay_journal() -> int:

@@ -253,7 +253,7 @@ def run_inline(
     address that the widget's per-visitor cap counts (services/embeds.py).
 
     Admitted first, then run, then journaled: two Redis round trips. ``admit_after_run``
-    (the caller saw room under the key's limits: blueprints/api/pipeline.py) runs it first
+    (the caller saw room under the key's limits: blueprints/api/pipeline/keys.py) runs it first
     and journals its rows with the admission, in one round trip where the run journal and
     the key's reservation live in the same Redis; a refused run's work is then lost, which
     is why it is only done with room to spare. Either way the call is counted and the rows

@@ -310,7 +310,7 @@ def _refuse_large_bodies():
     """413 comes first in the pipeline, before the key is even looked at: 1 MiB, or 25 MiB
     where a request may carry files (the run endpoints check text tools' 1 MiB once the
     tool is known). A chunked body is bounded the same way (``_read_chunked_body``)."""
-    this_request = request._get_current_object()  # one proxy lookup (pipeline.py says why)
+    this_request = request._get_current_object()  # one proxy lookup (pipeline/keys.py says why)
     length = this_request.content_length
     chunked = length is None and "HTTP_TRANSFER_ENCODING" in this_request.environ
     if chunked and is_api_request():

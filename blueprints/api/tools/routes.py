@@ -81,7 +81,8 @@ def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict
     """The tool's inputs from the body (services/inputs.py), form values typed first: 422
     for invalid ones, 413 for a file too large, 503 (for a live key) when the tool cannot
     run here."""
-    this_request = request._get_current_object()  # one proxy lookup each (pipeline.py says why)
+    # One proxy lookup each (blueprints/api/pipeline/keys.py says why).
+    this_request = request._get_current_object()
     config = current_app._get_current_object().config
     if (this_request.content_length or 0) > config["MAX_TEXT_BODY"] and not tool.binary_inputs:
         raise too_large()
