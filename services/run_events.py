@@ -224,12 +224,12 @@ class TextWriter:
         self._held = text[len(body) :]
         if not body:
             return
+        self._sent = time.monotonic()  # a refusal too: tried again a gathering later
         if not self.events.append(self.run_id, DELTA, {**self._step, "text": body}):
             self._pending[:0] = [text]  # sent with what follows: a gap, never a hole
             self._held = ""
             return
         self._started = True
-        self._sent = time.monotonic()
 
 
 def run_events() -> RedisRunEvents | LocalRunEvents:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app import create_app
 from extensions import db
-from tests.conftest import app_config, auth, needs_pg
+from tests.helpers import app_config, auth, needs_pg
 
 
 def _backend_pid() -> int:

@@ -7,7 +7,7 @@ import pytest
 import config
 from app import create_app
 from engines.models.providers import Provider
-from tests.conftest import app_config
+from tests.helpers import app_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURABLE = [setting for setting in config.SETTINGS if setting.variables]

@@ -2,7 +2,7 @@
 
 from extensions import db
 from services import accounts, keys
-from tests.conftest import auth
+from tests.helpers import auth
 
 
 def _key(app, **fields) -> str:

@@ -12,19 +12,19 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from models import ApiKey, Run
-from tests.conftest import (
-    _clean,
-    _deployment_env,
+from tests.fakes import FakeOpenAI
+from tests.fakes.postgres_server import PrivatePostgres
+from tests.fakes.webhook_receiver import Receiver
+from tests.helpers import (
     app_config,
     auth,
+    clean,
+    deployment_env,
     needs_pg,
     needs_redis,
     start_worker,
     stop_worker,
 )
-from tests.fakes import FakeOpenAI
-from tests.fakes.postgres_server import PrivatePostgres
-from tests.fakes.webhook_receiver import Receiver
 
 pytestmark = [needs_pg, needs_redis]
 
@@ -48,7 +48,7 @@ def app(private_pg):
     with app.app_context():
         upgrade()
         db.engine.dispose()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def worker(private_pg, provider, tmp_path):
     """The Procfile's workers on the private server (``worker``, and ``worker-io``, which
     delivers the webhooks); stopped at the end. Yields the compute worker."""
     env = {
-        **_deployment_env(),
+        **deployment_env(),
         "DATABASE_URL": private_pg.url,
         "AI_BASE_URL": provider.base_url,
         "FETCH_ALLOW_PRIVATE": "1",

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, needs_pg, needs_redis
+from tests.helpers import ROOT, needs_pg, needs_redis
 
 sys.path.insert(0, str(ROOT / "bench"))
 import faults_records  # noqa: E402

@@ -18,9 +18,9 @@ from rq.registry import StartedJobRegistry
 from extensions import db
 from models import ApiKey, Run
 from services import clock, quota
-from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
 from tests.fakes import FakeOpenAI
 from tests.fakes.webhook_receiver import Receiver
+from tests.helpers import auth, deployment_env, needs_pg, needs_redis, start_worker, stop_worker
 
 pytestmark = [needs_pg, needs_redis]
 
@@ -48,7 +48,7 @@ def workers(provider, tmp_path):
 
     def start(**settings: str) -> subprocess.Popen:
         env = {
-            **_deployment_env(),
+            **deployment_env(),
             "AI_BASE_URL": provider.base_url,
             "FETCH_ALLOW_PRIVATE": "1",
             **settings,

@@ -14,7 +14,7 @@ from extensions import db
 from models import Run
 from services import clock, quota, runs
 from services.queue import DEFAULT_QUEUE, IO_QUEUE, IO_WEB_QUEUE, WEB_QUEUE
-from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
+from tests.helpers import auth, deployment_env, needs_pg, needs_redis, start_worker, stop_worker
 
 pytestmark = [needs_pg, needs_redis]
 
@@ -35,7 +35,7 @@ def workers(provider, tmp_path):
 
     def start(kind: str = "worker-io", **settings: str):
         log_path = tmp_path / f"{kind}-{len(started)}.log"
-        process = start_worker({**_deployment_env(), **settings}, log_path, kind=kind)
+        process = start_worker({**deployment_env(), **settings}, log_path, kind=kind)
         started.append((process, log_path))
         return process
 

@@ -26,7 +26,7 @@ import pytest
 import requests
 
 from catalogue import load_catalogue
-from tests.conftest import stop_process_group
+from tests.helpers import stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 # The environment a new user's shell has: none of the settings a deployment sets.
@@ -43,7 +43,7 @@ _HINT_LINE = re.compile(r"make another with:\n\s+(.+)$", re.MULTILINE)
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -85,7 +85,7 @@ def served(tmp_path_factory):
     # make run sets the venv up first: with an out-of-date venv it would install packages.
     if subprocess.run(["make", "-q", "setup"], cwd=repo, env=env).returncode != 0:
         pytest.skip("the venv is not up to date: run `make setup` first")
-    port = _free_port()
+    port = free_port()
     log = repo.parent / "make-run.log"
     with log.open("w") as out:
         process = subprocess.Popen(

@@ -7,7 +7,7 @@ import requests
 from extensions import db
 from models import ApiKey
 from services import accounts, keys
-from tests.conftest import needs_pg, needs_redis
+from tests.helpers import needs_pg, needs_redis
 
 
 def _until(check, limit: float) -> float:

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from bench import faults
-from tests.conftest import _deployment_env, _free_port, needs_pg, needs_redis
+from tests.helpers import deployment_env, free_port, needs_pg, needs_redis
 
 # Limits that never refuse the test's few hundred requests.
 UNLIMITED = {"per_minute_override": 1_000_000, "daily_override": 1_000_000}
@@ -35,8 +35,8 @@ def web(app, tmp_path):
 def web_command(folder, **settings: str):
     """The Procfile's web command on a loopback port, started (``bench/faults.py``'s
     ``WebServer``), with the deployment's environment and ``settings``; stopped after."""
-    port = _free_port()
-    env = {**_deployment_env(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", **settings}
+    port = free_port()
+    env = {**deployment_env(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", **settings}
     args = faults.loopback_web_args(faults.procfile_command("web"), env, port)
     server = faults.WebServer(args, env, port, folder / "web.log")
     server.start()

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT, _deployment_env
+from tests.helpers import ROOT, deployment_env
 
 PROBE = """
 import gc, json
@@ -19,7 +19,7 @@ def test_the_loaded_app_is_frozen_out_of_the_collectors_walks():
     done = subprocess.run(
         [sys.executable, "-c", PROBE],
         cwd=ROOT,
-        env=_deployment_env(),
+        env=deployment_env(),
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,7 +8,7 @@ import sys
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.conftest import HAVE_PG, HAVE_REDIS, PG_URL, REDIS_URL, ROOT
+from tests.helpers import HAVE_PG, HAVE_REDIS, PG_URL, REDIS_URL, ROOT
 
 BENCH = ROOT / "bench" / "engines.py"
 REPEAT = 2

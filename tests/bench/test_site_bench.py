@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HAVE_PG, HAVE_REDIS, ROOT
+from tests.helpers import HAVE_PG, HAVE_REDIS, ROOT
 
 BENCH = ROOT / "bench" / "site.py"
 TARGETS = ("bare", "tools", "search", "tool", "tool-back", "run")

@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from tests.conftest import IN_CI, ROOT, stop_process_group
 from tests.fakes.mailbox import Mailbox
+from tests.helpers import IN_CI, ROOT, stop_process_group
 
 CHROMIUM = os.environ.get("SVC_CHROMIUM", "/usr/bin/chromium")
 # The environment a new user's shell has (none of a deployment's settings; test_make_run.py).
@@ -128,7 +128,7 @@ class Site:
         return self.log.read_text(errors="replace")[-3000:]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -141,7 +141,7 @@ def served_site(folder: Path, **settings: str) -> Iterator[Site]:
     sent to a real SMTP server in this process; ``settings``: more of its environment."""
     mailbox = Mailbox()
     database = folder / "site.db"
-    port = _free_port()
+    port = free_port()
     env = {name: os.environ[name] for name in _KEPT_ENV if name in os.environ}
     env.update(
         APP_ENV="development",

@@ -13,7 +13,7 @@ import catalogue.loader as loader
 from app import create_app
 from catalogue import CATEGORIES, CatalogueError, load_catalogue
 from catalogue.loader import DEFAULT_DIRECTORY, KEYWORDS
-from tests.conftest import app_config
+from tests.helpers import app_config
 
 # The smallest record the loader accepts; the cases below break it one way at a time.
 VALID = {

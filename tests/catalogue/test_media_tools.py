@@ -19,8 +19,8 @@ from catalogue import load_catalogue
 from engines.blob import Blob
 from extensions import db
 from services import accounts, keys
-from tests.conftest import auth, embedded_app_at
 from tests.engines import fixtures
+from tests.helpers import auth, embedded_app_at
 
 DISPATCH = "/v1/tools/run"
 MEDIA_ENGINES = {

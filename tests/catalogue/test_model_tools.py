@@ -20,8 +20,8 @@ from engines.base import ModelUnfit
 from engines.models import breaker, llm, local_llm, providers
 from extensions import db
 from services import accounts, keys, runs
-from tests.conftest import auth, embedded_app_at
 from tests.fakes import FakeOpenAI
+from tests.helpers import auth, embedded_app_at
 
 MODEL_TOOLS = sorted(tool.slug for tool in load_catalogue() if tool.engine == "llm.chat")
 DISPATCH = "/v1/tools/run"

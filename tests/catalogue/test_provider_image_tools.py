@@ -17,8 +17,8 @@ from engines.models import breaker, imagegen, llm, providers, vision
 from extensions import db
 from services import accounts, keys
 from tests.catalogue.test_model_tools import near_duplicates
-from tests.conftest import auth, embedded_app_at
 from tests.fakes import FakeOpenAI
+from tests.helpers import auth, embedded_app_at
 
 DISPATCH = "/v1/tools/run"
 GENERATORS = sorted(t.slug for t in load_catalogue() if t.engine == "images.generate")

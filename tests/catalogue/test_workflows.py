@@ -8,7 +8,7 @@ import catalogue.workflow_loader as workflow_loader
 from app import create_app
 from catalogue import CatalogueError, load_catalogue, load_workflows
 from catalogue.workflow import MissingValue, Value, cut
-from tests.conftest import app_config
+from tests.helpers import app_config
 
 WORKFLOW = """\
 id: sample

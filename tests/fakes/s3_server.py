@@ -14,7 +14,7 @@ import pytest
 from flask_migrate import upgrade
 
 from app import create_app
-from tests.conftest import HAVE_PG, _clean, app_config
+from tests.helpers import HAVE_PG, app_config, clean
 
 BUCKET = "svc-files"
 PREFIX = "generated"
@@ -95,7 +95,7 @@ def storage_app(**settings):
     if not HAVE_PG:
         with app.app_context():
             upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 @pytest.fixture

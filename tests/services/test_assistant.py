@@ -13,8 +13,8 @@ from engines.models import providers
 from engines.text import embedder
 from services.assistant import answers, current_index, documents, retriever
 from services.assistant.documents import Document
-from tests.conftest import HAVE_PG, _clean, app_config
 from tests.fakes import FakeOpenAI
+from tests.helpers import HAVE_PG, app_config, clean
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def ai_app(_schema, fake, monkeypatch):
     if not HAVE_PG:
         with app.app_context():
             upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 def test_the_embedder_loads_from_the_wheel_with_the_network_blocked(monkeypatch):

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from extensions import db
 from models import Account, ApiKey
 from services import accounts, clock, keys, webhooks
-from tests.conftest import auth
+from tests.helpers import auth
 
 WHOAMI = "/v1/public/whoami"
 

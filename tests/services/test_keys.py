@@ -12,7 +12,7 @@ from werkzeug.serving import make_server
 from extensions import db
 from models import ApiKey
 from services import keys
-from tests.conftest import auth
+from tests.helpers import auth
 
 
 def test_raw_key_format():

@@ -17,7 +17,7 @@ from extensions import db
 from models import Run, StoredFile, UsageEvent
 from services import accounts, keys, storage
 from services.queue import InProcessDispatcher, dispatcher
-from tests.conftest import auth, embedded_app_at
+from tests.helpers import auth, embedded_app_at
 
 TOOL = "word-counter"
 DISPATCH = "/v1/tools/run"

@@ -8,7 +8,7 @@ import redis
 
 from services import clock
 from services.quota import MemoryQuota, RedisQuota
-from tests.conftest import REDIS_URL, auth, needs_redis
+from tests.helpers import REDIS_URL, auth, needs_redis
 
 
 @pytest.fixture(params=["redis", "memory"])

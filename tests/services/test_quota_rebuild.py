@@ -8,8 +8,8 @@ import pytest
 from app import create_app
 from extensions import db
 from services import accounts, clock, keys, quota
-from tests.conftest import _clean, app_config, auth, embedded_app_at, needs_redis
 from tests.fakes.redis_server import RedisServer
+from tests.helpers import app_config, auth, clean, embedded_app_at, needs_redis
 
 RUN = "/v1/public/tools/word-counter/run"
 WHOAMI = "/v1/public/whoami"
@@ -24,7 +24,7 @@ def _app_on(redis_url: str):
 def app(_schema, redis_server):
     """The app on the test database and a private Redis (``make_key`` and ``client`` use
     it in this module)."""
-    yield from _clean(_app_on(redis_server.url))
+    yield from clean(_app_on(redis_server.url))
 
 
 def _spend(client, raw: str, times: int) -> list[int]:

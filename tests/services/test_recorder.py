@@ -12,7 +12,7 @@ from services import recorder as recorder_module
 from services.recorder import RunRecorder
 from services.runs import InlineRun
 from services.usage import ledger_row
-from tests.conftest import auth, needs_pg
+from tests.helpers import auth, needs_pg
 
 
 def _run(account_id: int, slug: str = "word-counter") -> dict:

@@ -11,7 +11,7 @@ from services import clock, keys, quota
 from services import recorder as recorder_module
 from services.recorder import RunJournal, RunRecorder, replay_journal
 from services.usage import ledger_row
-from tests.conftest import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis
 from tests.services.test_recorder import _account_id, _run
 
 pytestmark = [needs_redis]

@@ -5,7 +5,7 @@ import pytest
 from engines.models import local_llm
 from extensions import db
 from services import runs
-from tests.conftest import auth
+from tests.helpers import auth
 
 
 def test_no_transaction_stays_open_while_the_engine_works(app, client, make_key, monkeypatch):

@@ -13,7 +13,7 @@ from engines.blob import Blob
 from extensions import db
 from models import StoredFile
 from services import accounts, storage
-from tests.conftest import needs_pg
+from tests.helpers import needs_pg
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 _emails = itertools.count(1)

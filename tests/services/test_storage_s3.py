@@ -15,8 +15,8 @@ from engines.blob import Blob
 from extensions import db
 from services import accounts, storage
 from services.storage.s3 import S3Backend
-from tests.conftest import app_config
 from tests.fakes.s3_server import BUCKET, free_port
+from tests.helpers import app_config
 
 DEFAULTS = {name: getattr(Config, name) for name in dir(Config) if name.isupper()}
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40

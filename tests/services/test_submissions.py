@@ -10,7 +10,7 @@ from engines import get_engine
 from extensions import db
 from jobs.maintenance import run_maintenance
 from services import clock, keys, quota, runs
-from tests.conftest import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis
 
 pytestmark = [needs_pg, needs_redis]
 

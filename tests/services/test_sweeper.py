@@ -17,7 +17,7 @@ from jobs import maintenance
 from models import Run, UsageEvent
 from services import clock, keys, quota, runs, sweeper
 from services.queue import LOST, WAITING, WORKING, JobLease, LeaseKeeper, lease_key
-from tests.conftest import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis
 
 TOOL = "word-counter"
 DISPATCH = "/v1/tools/run"

@@ -14,7 +14,7 @@ from tests.blueprints.site.conftest import (
     sign_in,  # noqa: F401 (a fixture for this module)
 )
 from tests.blueprints.site.test_account_auth import browser, csrf, forget_request_state, sign_up
-from tests.conftest import app_config, auth
+from tests.helpers import app_config, auth
 
 CONFIGURED = "https://svc.example.com"
 FORGED = "evil.example"

@@ -23,8 +23,8 @@ from services import recorder as recorder_module
 from services.plans import get_plan
 from services.recorder import RunJournal, RunRecorder
 from services.runs import InlineRun
-from tests.conftest import HAVE_PG, _clean, app_config, auth, needs_redis
 from tests.fakes import FakeOpenAI
+from tests.helpers import HAVE_PG, app_config, auth, clean, needs_redis
 
 TOOL = "word-counter"  # a light tool: runs inline, 1 credit
 
@@ -42,7 +42,7 @@ def app(_schema, fake):
     if not HAVE_PG:
         with app.app_context():
             upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def embedded(tmp_path, fake):
     )
     with app.app_context():
         upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 def _new_key(plan: str = "pro", *, account: Account | None = None, free_calls_used: int = 100):

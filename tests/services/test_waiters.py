@@ -9,7 +9,7 @@ import redis
 
 from services import parking
 from services.queue import RQDispatcher, Waiters, done_channel
-from tests.conftest import needs_redis
+from tests.helpers import needs_redis
 
 pytestmark = needs_redis
 

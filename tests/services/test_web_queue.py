@@ -15,7 +15,7 @@ from services.queue import (
     WEB_QUEUE,
     InProcessDispatcher,
 )
-from tests.conftest import embedded_app_at
+from tests.helpers import embedded_app_at
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from extensions import db
 from jobs import webhooks as jobs
 from models import ApiKey, WebhookDelivery
 from services import accounts, clock, keys, webhooks
-from tests.conftest import auth
+from tests.helpers import auth
 
 EVENT = {
     "event": "tool.completed",

@@ -12,7 +12,7 @@ from catalogue import load_catalogue, load_workflows
 from extensions import db
 from models import Run, WorkflowRun
 from services import clock, keys, quota, runs, workflows
-from tests.conftest import needs_pg
+from tests.helpers import needs_pg
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from models import Account, Run, UsageEvent
 from services import clock, keys, quota, usage
 from services import runs as runs_module
 from services.redis import redis_client
-from tests.conftest import HAVE_REDIS, auth
+from tests.helpers import HAVE_REDIS, auth
 
 DISPATCH = "/v1/tools/run"
 RUN = {"slug": "word-counter", "input": "Flask is a small web framework."}

@@ -8,8 +8,8 @@ import pytest
 
 from app import create_app
 from services.assistant import health
-from tests.conftest import _clean, app_config
 from tests.fakes import FakeOpenAI
+from tests.helpers import app_config, clean
 
 HEALTH_JSON = "application/health+json"
 
@@ -91,7 +91,7 @@ def provider_app(_schema):
     with FakeOpenAI() as fake:
         app = create_app(app_config(AI_BASE_URL=fake.base_url))
         health.forget()
-        for app_ in _clean(app):
+        for app_ in clean(app):
             yield app_, fake
         health.forget()
 
@@ -152,7 +152,7 @@ def test_chatbot_health_never_shows_a_provider_setting(_schema, monkeypatch):
     monkeypatch.setattr(health, "session", lambda: Failing())
     health.forget()
     app = create_app(app_config(**SECRETS))
-    for app_ in _clean(app):
+    for app_ in clean(app):
         client = app_.test_client()
         bodies = [client.get("/v1/health/chatbot").get_data(as_text=True)]
         for _ in range(100):

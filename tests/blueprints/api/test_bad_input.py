@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from blueprints.api.pipeline import MAX_JSON_DEPTH, InvalidJson, parse_json
 from extensions import db
 from models import Run, UsageEvent
-from tests.conftest import auth, needs_pg
+from tests.helpers import auth, needs_pg
 
 TOOL = "word-counter"
 SLUG_RUN = f"/v1/public/tools/{TOOL}/run"

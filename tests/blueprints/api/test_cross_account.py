@@ -13,7 +13,7 @@ from extensions import db
 from jobs import webhooks
 from models import ApiKey
 from services import keys
-from tests.conftest import auth
+from tests.helpers import auth
 
 # Routes whose path names a resource that belongs to an account: (method, rule) -> the kind
 # of resource the owner makes for it.

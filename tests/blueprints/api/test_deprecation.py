@@ -19,7 +19,7 @@ from models import Run
 from services import changelog, clock
 from services.changelog import ChangelogError, add_months
 from tests.blueprints.api.test_run_refusals import DISPATCH, SLUG_RUN, TEXT, TOOL
-from tests.conftest import HAVE_PG, _clean, app_config, auth
+from tests.helpers import HAVE_PG, app_config, auth, clean
 
 ENTRY_ID = "slug-run-deprecated"
 TODAY = datetime.now(UTC).date()
@@ -66,7 +66,7 @@ def app(_schema, changelog_file):
     if not HAVE_PG:
         with app.app_context():
             upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 def expected_headers() -> dict:

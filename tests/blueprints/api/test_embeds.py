@@ -7,7 +7,7 @@ import pytest
 from extensions import db
 from models import Embed
 from services import accounts, keys
-from tests.conftest import auth
+from tests.helpers import auth
 
 _emails = itertools.count(1)
 UUID = "00000000-0000-4000-8000-000000000000"

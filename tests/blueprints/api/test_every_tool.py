@@ -17,8 +17,8 @@ from services import accounts, keys
 from tests.catalogue.test_media_tools import MEDIA_TOOLS
 from tests.catalogue.test_model_tools import MODEL_TOOLS
 from tests.catalogue.test_provider_image_tools import GENERATORS, VISION
-from tests.conftest import auth, embedded_app_at
 from tests.engines.test_registry import DETERMINISTIC_SLUGS, ILLUSTRATIVE_ENGINES, _as_file
+from tests.helpers import auth, embedded_app_at
 
 DISPATCH = "/v1/tools/run"
 # One key runs every tool of its plan: no per-minute or daily limit gets in the way.

@@ -9,7 +9,7 @@ from blueprints.api.files.schemas import StoredFileSchema
 from engines.blob import Blob
 from extensions import db
 from services import accounts, keys, storage
-from tests.conftest import auth
+from tests.helpers import auth
 
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(range(256)) * 8
 

@@ -9,9 +9,9 @@ from PIL import Image
 
 from extensions import db
 from services import accounts, keys, storage
-from tests.conftest import auth
 from tests.engines.fixtures import solid_image
 from tests.fakes.s3_server import free_port
+from tests.helpers import auth
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from extensions import db
 from models import Run
 from services import idempotency
-from tests.conftest import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis
 from tests.test_slow_clients import web_command
 
 DISPATCH = "/v1/tools/run"

@@ -20,17 +20,17 @@ from engines.models import breaker, local_llm, providers
 from extensions import db
 from models import Run
 from services import clock, quota
-from tests.conftest import (
-    _clean,
-    _deployment_env,
-    _free_port,
+from tests.fakes import FakeOpenAI
+from tests.helpers import (
     app_config,
     auth,
+    clean,
+    deployment_env,
+    free_port,
     needs_pg,
     start_worker,
     stop_worker,
 )
-from tests.fakes import FakeOpenAI
 
 WHOAMI = "/v1/public/whoami"
 DISPATCH = "/v1/tools/run"
@@ -43,7 +43,7 @@ def outage_app(_schema, redis_server):
     app = create_app(
         app_config(REDIS_URL=redis_server.url, RATELIMIT_STORAGE_URI="svc+" + redis_server.url)
     )
-    yield from _clean(app)
+    yield from clean(app)
 
 
 def _key(plan: str = "pro", **fields) -> str:
@@ -195,7 +195,7 @@ def worker_on(tmp_path):
 
     def start(redis_url: str) -> subprocess.Popen:
         log_path = tmp_path / f"worker{len(started)}.log"
-        process = start_worker({**_deployment_env(), "REDIS_URL": redis_url}, log_path)
+        process = start_worker({**deployment_env(), "REDIS_URL": redis_url}, log_path)
         started.append((process, log_path))
         return process
 
@@ -251,7 +251,7 @@ def test_a_worker_that_loses_redis_while_ending_a_job_is_replaced(redis_server, 
 
 @needs_pg
 def test_database_unreachable_is_503_without_a_trace(redis_server):
-    dead = f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/nowhere"
+    dead = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nowhere"
     app = create_app(
         app_config(
             SQLALCHEMY_DATABASE_URI=dead,

@@ -21,9 +21,9 @@ from extensions import db
 from models import Run, UsageEvent
 from services import accounts, keys
 from services.usage import FREE_CALLS
-from tests.conftest import app_config, auth, needs_pg, needs_redis
 from tests.engines.fixtures import epub_document, solid_image
 from tests.fakes import FakeOpenAI
+from tests.helpers import app_config, auth, needs_pg, needs_redis
 
 ENDPOINT_TOOLS = {
     "/v1/images/generate": GENERATE_IMAGES,

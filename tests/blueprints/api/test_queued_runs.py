@@ -9,7 +9,7 @@ import pytest
 from catalogue import load_catalogue
 from extensions import db
 from models import Run, UsageEvent
-from tests.conftest import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis
 
 TOOL = "word-counter"
 TEXT = "one two three"

@@ -10,7 +10,7 @@ import pytest
 import jobs.runs
 from extensions import db
 from services.run_events import DELTA, END, run_events
-from tests.conftest import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis
 
 DISPATCH = "/v1/tools/run"
 

@@ -14,7 +14,7 @@ from extensions import db
 from models import ApiKey
 from services.events import canonical
 from tests.blueprints.api.test_queued_runs import DISPATCH, TEXT, TOOL, _until_ended
-from tests.conftest import app_config, auth
+from tests.helpers import app_config, auth
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def events_app(tmp_path):
     from flask_migrate import upgrade
 
     from app import create_app
-    from tests.conftest import _clean
+    from tests.helpers import clean
 
     app = create_app(
         app_config(
@@ -57,7 +57,7 @@ def events_app(tmp_path):
     )
     with app.app_context():
         upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 def _key_with_webhook(url):

@@ -16,7 +16,7 @@ from catalogue.tool import MAX_FILE_CHARS
 from engines.base import Engine
 from engines.blob import Blob
 from tests.blueprints.api.test_queued_runs import _until_ended
-from tests.conftest import auth
+from tests.helpers import auth
 
 SHOUT = Tool(
     slug="shout-file",

@@ -6,7 +6,7 @@ import pytest
 
 from engines import ProviderUnavailable
 from extensions import db
-from tests.conftest import auth
+from tests.helpers import auth
 
 TOOL = "word-counter"
 SLUG_RUN = f"/v1/public/tools/{TOOL}/run"

@@ -6,7 +6,7 @@ from extensions import db
 from models import Account, Run, UsageEvent
 from services import usage
 from tests.blueprints.api.test_run_refusals import DISPATCH, SLUG_RUN, TEXT, TOOL
-from tests.conftest import auth
+from tests.helpers import auth
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from extensions import db
 from jobs import webhooks as jobs
 from models import ApiKey, WebhookDelivery
 from services import keys
-from tests.conftest import auth, needs_pg, needs_redis
 from tests.fakes.webhook_receiver import Reply
+from tests.helpers import auth, needs_pg, needs_redis
 
 EVENT = {
     "event": "tool.completed",

@@ -11,7 +11,7 @@ from PIL import Image
 from extensions import db
 from models import WhiteLabel
 from services import white_label
-from tests.conftest import auth
+from tests.helpers import auth
 from tests.services.test_white_label import SVG, data_uri, png_bytes, png_declaring
 
 PATH = "/v1/white-label"

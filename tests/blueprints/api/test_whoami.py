@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from tests.conftest import auth
+from tests.helpers import auth
 
 
 def test_whoami_describes_key_account_plan_and_usage(client, make_key):

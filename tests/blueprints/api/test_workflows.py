@@ -19,9 +19,9 @@ from engines.blob import Blob
 from extensions import db
 from models import UsageEvent, WorkflowRun
 from services import accounts, keys
-from tests.conftest import app_config, auth
 from tests.engines import fixtures
 from tests.fakes import FakeOpenAI
+from tests.helpers import app_config, auth
 
 START = "/v1/workflows/run"
 WORKFLOWS = sorted(workflow.id for workflow in load_workflows())

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.conftest import _deployment_env, auth, needs_pg, needs_redis, start_worker, stop_worker
+from tests.helpers import auth, deployment_env, needs_pg, needs_redis, start_worker, stop_worker
 
 REVIEWS = "Love the app, but calendar sync fails every few days.\nSupport was quick and kind."
 
@@ -18,7 +18,7 @@ def provider(provider_in_env):
 def second_worker(provider, rq_worker, tmp_path):
     """One more worker process: steps of one run spread over several workers."""
     log_path = tmp_path / "second_worker.log"
-    process = start_worker(_deployment_env(), log_path)
+    process = start_worker(deployment_env(), log_path)
     yield process
     stop_worker(process, log_path)
 

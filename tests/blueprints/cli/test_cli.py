@@ -5,7 +5,7 @@ import pytest
 from extensions import db
 from models import Account, ApiKey
 from services import keys
-from tests.conftest import auth
+from tests.helpers import auth
 
 
 def invoke(runner, *args):

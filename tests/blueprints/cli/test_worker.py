@@ -11,7 +11,7 @@ from rq.exceptions import StopRequested
 
 from blueprints.cli.worker import LeasedWorker, work_until_stopped
 from services.redis import worker_connection
-from tests.conftest import _deployment_env, needs_pg, needs_redis, start_worker, stop_worker
+from tests.helpers import deployment_env, needs_pg, needs_redis, start_worker, stop_worker
 
 
 class _Worker:
@@ -123,7 +123,7 @@ def test_an_idle_worker_waits_for_jobs_without_read_timeouts(tmp_path):
     """RQ's blocking wait for a job lasts minutes; on the app's client (5 s reads) an idle
     worker logged "Timeout reading from socket" every few seconds."""
     log_path = tmp_path / "worker.log"
-    process = start_worker(_deployment_env(), log_path)
+    process = start_worker(deployment_env(), log_path)
     try:
         time.sleep(12)  # past the app client's 5 s read timeout twice
         assert process.poll() is None, log_path.read_text()[-3000:]

@@ -15,7 +15,7 @@ from lxml import html as lxml_html
 
 from extensions import db
 from services import accounts, clock, keys
-from tests.conftest import auth
+from tests.helpers import auth
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36"
 TOOL = "word-counter"

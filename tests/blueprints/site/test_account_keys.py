@@ -14,8 +14,8 @@ from extensions import db
 from jobs import webhooks as jobs
 from models import ApiKey, WebhookDelivery
 from services import accounts, clock, keys, webhooks
-from tests.conftest import auth
 from tests.fakes.webhook_receiver import Reply
+from tests.helpers import auth
 
 RAW_KEY = re.compile(r'id="shown-secret-value">(svc_[A-Za-z0-9]{40})<')
 SECRET = re.compile(r'id="shown-secret-value">(whsec_[A-Za-z0-9+/=]+)<')

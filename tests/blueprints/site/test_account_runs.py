@@ -17,8 +17,8 @@ from extensions import db
 from jobs.workflows import run_step_job
 from models import Run, UsageDaily, UsageEvent, WorkflowRun
 from services import accounts, keys, workflows
-from tests.conftest import HAVE_PG, _clean, app_config, auth
 from tests.fakes import FakeOpenAI
+from tests.helpers import HAVE_PG, app_config, auth, clean
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36"
 TOOL = "word-counter"
@@ -39,7 +39,7 @@ def app(_schema, fake):
     if not HAVE_PG:
         with app.app_context():
             upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from models import Account, UsageDaily
 from services import accounts, clock, keys
 from tests.blueprints.site.conftest import PASSWORD
 from tests.blueprints.site.test_account_auth import browser, forget_request_state, log_in, post
-from tests.conftest import auth
+from tests.helpers import auth
 
 REFERER = "https://svc.test/admin/"
 

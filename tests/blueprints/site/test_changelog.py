@@ -12,7 +12,7 @@ from flask_smorest.spec.plugins import FlaskPlugin
 from app import create_app
 from services import changelog
 from services.changelog import DEFAULT_PATH, KINDS, ChangelogError
-from tests.conftest import HAVE_PG, _clean, app_config
+from tests.helpers import HAVE_PG, app_config, clean
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
@@ -50,7 +50,7 @@ def app(_schema, tmp_path):
     if not HAVE_PG:
         with app.app_context():
             upgrade()
-    yield from _clean(app)
+    yield from clean(app)
 
 
 def app_endpoints(app) -> set[str]:

@@ -23,8 +23,8 @@ from models import Embed, Run, StoredFile, UsageEvent
 from services import accounts, clock, embeds, keys, quota
 from tests.blueprints.site import test_embed_widget as widget_test
 from tests.blueprints.site.test_embed_widget import token_of
-from tests.conftest import embedded_app_at
 from tests.fakes import FakeOpenAI
+from tests.helpers import embedded_app_at
 
 _emails = itertools.count(1)
 

@@ -8,7 +8,7 @@ from markupsafe import escape
 
 from blueprints.api.problem_types import PROBLEM_TYPES
 from blueprints.api.problems import _HTTP_CODES
-from tests.conftest import auth
+from tests.helpers import auth
 from web_worker import ERROR_PAGE_CODES
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -17,7 +17,7 @@ from extensions import db
 from models import Run, WhiteLabel
 from services import keys, runs, white_label
 from tests.blueprints.site.test_account_auth import forget_request_state
-from tests.conftest import auth
+from tests.helpers import auth
 from tests.services.test_white_label import SVG, data_uri, png_bytes
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36"

@@ -23,8 +23,8 @@ import pytest
 from catalogue import load_catalogue, load_workflows
 from extensions import db
 from services import accounts, keys
-from tests.conftest import embedded_app_at
 from tests.fakes import FakeOpenAI
+from tests.helpers import embedded_app_at
 
 PACKAGE = "svc_client"
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")

@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from blueprints.api.openapi.postman import LiveRun, openapi_to_postman
-from tests.conftest import IN_CI, ROOT, needs_pg, needs_redis
 from tests.fakes import FakeOpenAI
+from tests.helpers import IN_CI, ROOT, needs_pg, needs_redis
 
 NEWMAN = ROOT / "node_modules" / ".bin" / "newman"
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import needs_pg, needs_redis
+from tests.helpers import needs_pg, needs_redis
 
 CONFIG = """
 [[operations]]

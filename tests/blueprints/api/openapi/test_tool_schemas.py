@@ -13,7 +13,7 @@ from blueprints.api import endpoint_tools
 from blueprints.api.openapi.routes import TOOLS_BY_CATEGORY
 from blueprints.api.tools.openapi import component_name
 from catalogue import load_catalogue
-from tests.conftest import app_config, auth
+from tests.helpers import app_config, auth
 
 CATALOGUE = load_catalogue()
 
