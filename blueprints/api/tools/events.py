@@ -133,13 +133,14 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
                 yield event.id, _event(event.id, event.kind, event.data)
                 written = looked = time.monotonic()
                 look_every = LOOK_FIRST
-            if batch or time.monotonic() - looked < look_every:
+            if batch:
                 continue
-            ended = _ended(model, run_id)
-            if ended is not None:
-                yield "end", _end(model, run_id, "end", ending, ended)
-                return
-            looked, look_every = time.monotonic(), min(2 * look_every, LOOK_MOST)
+            if time.monotonic() - looked >= look_every:
+                ended = _ended(model, run_id)
+                if ended is not None:
+                    yield "end", _end(model, run_id, "end", ending, ended)
+                    return
+                looked, look_every = time.monotonic(), min(2 * look_every, LOOK_MOST)
             if time.monotonic() - written >= KEEP_ALIVE_SECONDS:
                 yield "", ": keep-alive\n\n"
                 written = time.monotonic()

@@ -474,3 +474,24 @@ def test_cancel_ends_a_followers_stream_at_once_with_the_canceled_record(app, cl
     canceler.join(5)
     assert time.monotonic() - started < 1.5  # its end event, not a look at the record
     assert "event: done" in rest and '"status":"canceled"' in rest
+
+
+@needs_pg
+@needs_redis
+def test_an_idle_stream_gets_a_comment_line_while_its_run_waits(app, client, make_key, monkeypatch):
+    """Proxies cut a silent connection: a run waiting in the queue keeps its stream alive
+    with comment lines, however seldom its record is looked at."""
+    monkeypatch.setattr("blueprints.api.tools.events.KEEP_ALIVE_SECONDS", 0.3)
+    monkeypatch.setattr("blueprints.api.tools.events.LOOK_FIRST", 60.0)  # never, here
+    monkeypatch.setattr("services.run_events.LOOK_EVERY", 0.1)
+    monkeypatch.setattr("blueprints.api.tools.events.FOLLOW_SECONDS", 5.0)  # no hanging test
+    raw = make_key()
+    run_id = _submit(client, raw)  # queued: no worker here
+    response = client.get(f"/v1/tools/run/{run_id}/events", headers=auth(raw), buffered=False)
+    chunks = iter(response.response)
+    next(chunks)
+
+    assert [next(chunks).decode() for _ in range(2)] == [": keep-alive\n\n"] * 2
+    jobs.runs.run_tool_job(run_id)
+    rest = b"".join(chunks).decode()
+    assert "event: done" in rest and '"status":"succeeded"' in rest
