@@ -4,6 +4,7 @@ path, emptying the tables, and starting and stopping the Procfile's processes. T
 these from here; ``tests/conftest.py`` holds the fixtures, built on them."""
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -228,3 +229,14 @@ def stop_worker(process: subprocess.Popen, log_path: Path | None = None, timeout
             pytest.fail(f"flask worker did not stop {timeout:.0f} s after SIGTERM; log:\n{tail}")
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # anything it left behind
+
+
+def sse_events(body: str) -> list[tuple[str, str, dict]]:
+    """(id, event, data) of each event of a server-sent events body (a run's events); comment
+    lines left out."""
+    found = []
+    for block in body.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line[:1] not in ":")
+        if fields:
+            found.append((fields["id"], fields["event"], json.loads(fields["data"])))
+    return found

@@ -1,7 +1,6 @@
 """GET /v1/tools/run/{run_id}/events: a run's events as server-sent events (services/run_events.py,
 blueprints/api/tools/events.py), on Redis and in the embedded default's process."""
 
-import json
 import threading
 import time
 
@@ -10,21 +9,13 @@ import pytest
 import jobs.runs
 from extensions import db
 from services.run_events import DELTA, END, run_events
-from tests.helpers import auth, needs_pg, needs_redis
+from tests.helpers import auth, needs_pg, needs_redis, sse_events
 
 DISPATCH = "/v1/tools/run"
 
 
 def _events(response) -> list[tuple[str, str, dict]]:
-    """(id, event, data) of each event of an SSE body; comment lines left out."""
-    found = []
-    for block in response.get_data(as_text=True).split("\n\n"):
-        fields = dict(
-            line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":")
-        )
-        if fields:
-            found.append((fields["id"], fields["event"], json.loads(fields["data"])))
-    return found
+    return sse_events(response.get_data(as_text=True))
 
 
 def _submit(client, raw, slug="word-counter", **inputs) -> str:
@@ -244,11 +235,7 @@ def test_a_streamed_queued_run_sends_the_providers_text_then_done(provider_in_en
     body = b"".join(chunks).decode()
     worker.join(10)
 
-    class Streamed:
-        def get_data(self, as_text):
-            return body
-
-    events = _events(Streamed())
+    events = sse_events(body)
     kinds = [kind for _, kind, _ in events]
     assert kinds[-1] == "done" and kinds[:-1] and set(kinds[:-1]) == {"delta"}
     text = "".join(data["text"] for _, kind, data in events if kind == "delta")

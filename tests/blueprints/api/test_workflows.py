@@ -4,7 +4,6 @@ failures, cancel, events and who may see a run."""
 
 import base64
 import itertools
-import json
 import time
 from datetime import datetime
 
@@ -21,7 +20,7 @@ from models import UsageEvent, WorkflowRun
 from services import accounts, keys
 from tests.engines import fixtures
 from tests.fakes import FakeOpenAI
-from tests.helpers import app_config, auth
+from tests.helpers import app_config, auth, sse_events
 
 START = "/v1/workflows/run"
 WORKFLOWS = sorted(workflow.id for workflow in load_workflows())
@@ -302,12 +301,7 @@ def test_the_first_free_calls_cover_workflow_steps_too(client, make_key):
 def stream(client, raw, run_id) -> list[tuple[str, dict]]:
     """(event, data) of the run's event stream, read to its end."""
     body = client.get(f"/v1/workflows/run/{run_id}/events", headers=auth(raw)).get_data(True)
-    found = []
-    for block in body.split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if line[:1] not in ":")
-        if fields:
-            found.append((fields["event"], json.loads(fields["data"])))
-    return found
+    return [(kind, data) for _, kind, data in sse_events(body)]
 
 
 def test_a_workflow_runs_events_tell_each_steps_start_text_and_end_then_done(client, make_key):
