@@ -2,7 +2,7 @@
 
 The web command's worker (web_worker.py) runs at most ``--threads`` requests in the app at
 once per process. A request that waits for its queued run (``Prefer: wait``, up to 60 s)
-holds nothing while it waits (no database connection, no Redis connection: services/queue.py),
+holds nothing while it waits (no database connection, no Redis connection: services/queue/),
 and it must not hold one of those places either, or 64 callers waiting for slow model runs
 would leave every other request queued behind them. The web worker installs a hook that
 frees the waiting request's place for another request while the wait lasts; elsewhere (the

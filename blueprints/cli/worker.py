@@ -346,7 +346,7 @@ class WorkerBoundScheduler(RQScheduler):
     is_flag=True,
     help="Run the I/O queues, many jobs at once (start it with python -m gevent.monkey).",
 )
-# The API's queue first: the site's runs wait while it has work (services/queue.py).
+# The API's queue first: the site's runs wait while it has work (services/queue/names.py).
 @click.option("--queue", "queues", multiple=True, help="The queues (default: the kind's own).")
 @with_appcontext
 def worker_cli(io, queues):
