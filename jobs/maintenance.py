@@ -15,14 +15,14 @@ from sqlalchemy.exc import OperationalError
 
 from jobs.runs import sweep_stale_runs
 from jobs.webhooks import deliver_due
+from services import submissions
 from services.recorder import replay_journal
-from services.runs import sweep_submissions
 
 log = logging.getLogger(__name__)
 
 # The journal of inline runs replayed; submissions left half-made given back; stale runs
 # failed (services/sweeper.py finds them); webhook deliveries that are due sent.
-MAINTENANCE_TASKS = (replay_journal, sweep_submissions, sweep_stale_runs, deliver_due)
+MAINTENANCE_TASKS = (replay_journal, submissions.sweep, sweep_stale_runs, deliver_due)
 
 
 class Maintenance(threading.Thread):

@@ -7,7 +7,7 @@ from catalogue import Tool
 from jobs.webhooks import emit
 from jobs.workflows import advance_workflow
 from models import Run
-from services import runs, sweeper
+from services import run_ends, runs, sweeper
 from services.events import run_event
 from services.queue import dispatcher
 from services.run_events import END, run_events
@@ -47,7 +47,7 @@ def fail_abandoned_run(
 ) -> bool:
     """The job died or ran out of time: fail its run (quota released) unless it ended, and
     announce that. Returns whether this call failed it."""
-    failed = runs.fail_unfinished(run_id, message)
+    failed = run_ends.fail_unfinished(run_id, message)
     runs.end_transaction()  # the run stays loaded, for its announcement
     if failed is None:
         return False
@@ -67,7 +67,7 @@ def sweep_stale_runs() -> int:
         if stale.workflow_run_id is None:
             failed += fail_abandoned_run(stale.run_id, stale.message)
             continue
-        failed += runs.fail_unfinished(stale.run_id, stale.message) is not None
+        failed += run_ends.fail_unfinished(stale.run_id, stale.message) is not None
         advance_workflow(stale.workflow_run_id)  # commits the step's failure first
     for workflow_run_id in sweeper.stalled_workflow_runs():
         advance_workflow(workflow_run_id)

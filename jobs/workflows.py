@@ -13,7 +13,7 @@ from sqlalchemy import select
 from extensions import db
 from jobs.webhooks import emit
 from models import Run
-from services import runs, workflows
+from services import run_ends, runs, workflows
 from services.queue import DEFAULT_QUEUE, dispatcher
 from services.run_events import END, STEP_ENDED, run_events, step_event
 from services.workflows import Progress
@@ -43,7 +43,9 @@ def run_step_job(run_id: str, workflow_run_id: str, first: bool = False) -> None
 
 def fail_abandoned_step(run_id: str) -> None:
     """The step's job died or ran out of time: fail the step (quota released), and so the run."""
-    failed = runs.fail_unfinished(run_id, "The step did not finish in time; nothing was charged.")
+    failed = run_ends.fail_unfinished(
+        run_id, "The step did not finish in time; nothing was charged."
+    )
     db.session.commit()
     step = db.session.get(Run, run_id)
     if step is not None and step.workflow_run_id is not None:

@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 from catalogue import Tool, load_catalogue
 from extensions import db
 from models import Account, ApiKey, Embed, Run
-from services import clock, keys, runs, urls
+from services import clock, keys, runs, submissions, urls
 from services.embed_caps import CapReached, Ticket, day_bounds, release
 from services.keys import KeyContext
 from services.plans import get_plan
@@ -476,7 +476,7 @@ def submit(widget: Live, inputs: dict, visitor: str, ticket: Ticket) -> Run:
             widget.key, widget.tool, inputs, notify=False, embed_id=widget.embed.id,
             address=visitor,
         )  # fmt: skip
-        runs.commit_submission(result.held)
+        submissions.commit(result.held)
     except runs.QuotaExceeded:
         db.session.rollback()
         release(ticket)

@@ -15,26 +15,25 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
-import redis
 from flask import current_app
-from rq.timeouts import JobTimeoutException
-from sqlalchemy import and_, bindparam, exists, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
 from catalogue import Tool, load_catalogue
-from engines import EngineError, ModelUnfit, ProviderUnavailable, get_engine, models_noted, run_tool
+from engines import ProviderUnavailable, get_engine, models_noted, run_tool
 from engines.base import text_written_to
 from engines.models import local_llm
 from extensions import db
-from models import TERMINAL_STATES, Account, ApiKey, Run, WorkflowRun
+from models import Account, Run
 from models.base import new_uuid
-from services import allowance, clock, embed_caps, queue, quota, tool_files, usage, usage_rollup
+from services import allowance, clock, queue, quota, tool_files, usage, usage_rollup
 from services.allowance import Visitor
 from services.keys import KeyContext
-from services.queue import dispatcher
 from services.quota import Reservation
 from services.recorder import RunJournal, ledger_rows, recorder, run_rows, write_in_session
+from services.run_ends import classify, conclude, error_record
 from services.run_events import STEP_STARTED, step_event, text_writer
+from services.submissions import Held, give_back, held_for
 
 log = logging.getLogger(__name__)
 
@@ -63,84 +62,8 @@ class RunFailed(Exception):
 class RunResult:
     run: "Run | InlineRun"
     reservation: Reservation | None
-    # A queued run's reservation, in flight until its run is committed (``commit_submission``).
+    # A queued run's reservation, in flight until its run is committed (``submissions.commit``).
     held: "Held | None" = None
-
-
-@dataclass(frozen=True)
-class Held:
-    """A submitted run's reservation (``n`` calls of ``key_id``'s ``day``), kept in
-    ``quota.SUBMITTING`` until the transaction creating ``run_id`` commits: a request that
-    fails first gives it back, and so does a worker's sweep when its process died first."""
-
-    key_id: str
-    n: int
-    day: str
-    run_id: str
-
-
-def held_for(context: KeyContext, reservation: Reservation | None, run_id: str, n: int):
-    return None if reservation is None else Held(context.key_id, n, reservation.day, run_id)
-
-
-def commit_submission(held: Held | None) -> None:
-    """The edge's one commit of a submitted run (or workflow run): its reservation then
-    stands; when the commit fails (the database is down), it is given back before the error
-    goes on, so the 503 that follows has charged nothing."""
-    try:
-        db.session.commit()
-    except BaseException:
-        give_back(held)
-        raise
-    if held is not None:
-        try:
-            quota.store().settle(held.key_id, held.n, held.day, held.run_id)
-        except redis.exceptions.RedisError:  # the sweep finds the run committed
-            log.warning("could not settle the reservation of run %s", held.run_id)
-
-
-def give_back(held: Held | None) -> None:
-    """Give ``held`` back, its run not created (at most once; with Redis down, the sweep
-    gives it back later)."""
-    if held is None:
-        return
-    try:
-        quota.store().release(held.key_id, held.n, held.day, run_id=held.run_id, submitting=True)
-    except redis.exceptions.RedisError:
-        log.warning("could not give back the reservation of run %s", held.run_id)
-
-
-def sweep_submissions() -> int:
-    """Maintenance task: ``release_abandoned_submissions`` past ``RUN_SUBMIT_GRACE_SECONDS``."""
-    released = release_abandoned_submissions(float(current_app.config["RUN_SUBMIT_GRACE_SECONDS"]))
-    if released:
-        log.warning("gave back %d reservations of submissions whose process died", released)
-    return released
-
-
-def release_abandoned_submissions(older_than: float) -> int:
-    """Maintenance: give back the reservations of submissions whose process died between
-    the reservation and the commit (their run does not exist); a submission whose run was
-    committed but not settled is only forgotten. Returns how many were given back."""
-    store = quota.store()
-    found = store.abandoned_submissions(older_than)
-    if not found:
-        return 0
-    ids = [run_id for run_id, _member in found]
-    committed = set(db.session.scalars(select(Run.id).where(Run.id.in_(ids))))
-    committed |= set(db.session.scalars(select(WorkflowRun.id).where(WorkflowRun.id.in_(ids))))
-    db.session.rollback()  # a read: end its transaction
-    for run_id, member in found:
-        if run_id in committed:
-            store.forget_member(member)
-        else:
-            store.release_member(member)
-    return len(found) - len(committed & set(ids))
-
-
-# The HTTP status of a failed run by its error's kind: the input (422), no provider could
-# serve (503), the embedded model's answers failed the tool's checks (503); else 500.
-FAILURE_STATUS = {"input": 422, "provider": 503, "model_unfit": 503}
 
 
 # Makes a run's quota reservation (None: nothing to reserve, for sandbox keys). The API
@@ -170,7 +93,7 @@ def _reserve(
     """Reserve one call (QuotaExceeded); for an inline run, ``run_id`` keeps the reservation
     in flight until the run is journaled or released (services/quota.py), and ``journal``
     (a run that has run: its rows) journals them with the reservation instead; for a queued
-    run (``submitting``), until its row is committed (``commit_submission``)."""
+    run (``submitting``), until its row is committed (``submissions.commit``)."""
     request = (
         None
         if context.sandbox
@@ -245,8 +168,10 @@ def run_inline(
     admit_after_run: bool = False,
     embed_id: str | None = None,
     address: str | None = None,
+    source: str = "api",
 ) -> RunResult:
-    """Run a light tool in the request. Raises QuotaExceeded or RunFailed.
+    """Run a light tool in the request. Raises QuotaExceeded or RunFailed. ``source``: the
+    entry point on the run's record (``api`` or ``mcp``).
 
     ``embed_id``: the run of an agency's widget (``source`` embed) through the widget's key,
     charged as the key's API runs are; ``address`` is the salted hash of the visitor's
@@ -261,7 +186,7 @@ def run_inline(
     moment = clock.now()
     run = InlineRun(
         new_uuid(), context.account_id, context.key_id, tool.slug, context.sandbox, inputs,
-        created_at=moment, started_at=moment,
+        created_at=moment, started_at=moment, source=source,
     )  # fmt: skip
     if embed_id is not None:
         run.source, run.embed_id, run.web_address = "embed", embed_id, address
@@ -343,8 +268,8 @@ def _failed(
     """Give an inline run's reservation back and record it as failed; the error to raise."""
     if reservation is not None:
         quota.store().release(context.key_id, 1, reservation.day, credits, run.id)
-    kind, message, retry_after = _classify(error)
-    _finish(run, started, "failed", error=_error(kind, message, retry_after))
+    kind, message, retry_after = classify(error)
+    _finish(run, started, "failed", error=error_record(kind, message, retry_after))
     recorder().record(run.row())
     return RunFailed(run, kind, message, retry_after)
 
@@ -378,7 +303,7 @@ def run_for_visitor(
 
 def submit_for_visitor(visitor: Visitor, tool: Tool, inputs: dict) -> Run:
     """A queued run for a visitor of the site, its run reserved against the visitor's web
-    allowance (given back when the run fails or is canceled: ``_conclude``); the caller
+    allowance (given back when the run fails or is canceled: ``run_ends.conclude``); the caller
     commits, then enqueues it on the web queue."""
     run = Run(
         id=new_uuid(),
@@ -414,9 +339,10 @@ def submit(
     admit: Admit = reserve_only,
     embed_id: str | None = None,
     address: str | None = None,
+    source: str = "api",
 ) -> RunResult:
     """Create a queued run with its quota reserved (QuotaExceeded); the caller commits with
-    ``commit_submission(result.held)``, then enqueues. ``notify``: nobody will wait for it, so
+    ``submissions.commit(result.held)``, then enqueues. ``notify``: nobody will wait for it, so
     its end is to be announced by an event. ``embed_id`` and ``address``: an agency's
     widget's run, as ``run_inline`` takes them."""
     moment, run_id = clock.now(), new_uuid()
@@ -424,7 +350,7 @@ def submit(
     held = held_for(context, reservation, run_id, 1)
     try:
         run = _new_run(context, tool, inputs, "queued", moment, run_id)
-        run.notify = notify
+        run.notify, run.source = notify, source
         if embed_id is not None:
             run.source, run.embed_id, run.web_address = "embed", embed_id, address
         db.session.add(run)
@@ -458,11 +384,11 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
             raise ProviderUnavailable(f"The tool {run.tool_slug} is no longer available.")
         output = tool.sample_output() if run.sandbox else _run_engine(tool, run.input, run)
     except Exception as error:
-        kind, message, retry_after = _classify(error)
+        kind, message, retry_after = classify(error)
         if before_end is not None:
             before_end()
-        error = _error(kind, message, retry_after)
-        ended = _conclude(run, started, "failed", error=error, model=run.model)
+        error = error_record(kind, message, retry_after)
+        ended = conclude(run, started, "failed", error=error, model=run.model)
         return run if ended else None
     if before_end is not None:
         before_end()
@@ -474,7 +400,7 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
         # The count only grows: an account past its free calls needs no claim.
         free = free_calls_used < usage.FREE_CALLS and usage.claim_free_call(run.account_id)
         credits = 0 if free else credits_for(tool, output)
-    if not _conclude(run, started, "succeeded", output=output, credits=credits, model=run.model):
+    if not conclude(run, started, "succeeded", output=output, credits=credits, model=run.model):
         return None
     if charged:
         if run.api_key_id is not None:
@@ -562,7 +488,7 @@ def quality_note(model: str | None) -> str | None:
 def _run_engine(tool: Tool, inputs: dict, run: "Run | InlineRun") -> dict:
     """The engine's output for stored inputs, its files stored and answered as URLs. The
     models that answered, if any, are set on ``run.model`` (failed or not), for its end to
-    write (a queued run's is not flushed: ``_conclude`` writes it, conditionally)."""
+    write (a queued run's is not flushed: ``run_ends.conclude`` writes it, conditionally)."""
     loaded = tool_files.load_inputs(tool, inputs)
     account_id, run_id = run.account_id, run.id
     end_transaction()
@@ -602,111 +528,9 @@ def end_transaction() -> None:
         session.expire_on_commit = keep
 
 
-def fail_unfinished(run_id: str, message: str) -> Run | None:
-    """Fail a run its worker left unfinished (died or timed out): the run, or None if it had
-    ended."""
-    run = db.session.get(Run, run_id)
-    if run is None or run.status in TERMINAL_STATES:
-        return None
-    return run if _conclude(run, None, "failed", error=_error("internal", message, None)) else None
-
-
-def fail(run: Run, kind: str, message: str) -> bool:
-    """Fail a run that has not ended (``kind``: see ``RunFailed``), releasing its
-    quota; False if it had ended. A workflow fails a step whose inputs turn out invalid."""
-    return _conclude(run, None, "failed", error=_error(kind, message, None))
-
-
-def cancel(run: Run) -> bool:
-    """Cancel a queued or running run; False when it had already ended (a terminal state
-    never changes: an inline run read from the recorder is not in the database yet)."""
-    if run.status in TERMINAL_STATES:
-        return False
-    if not _conclude(run, None, "canceled"):
-        return False
-    dispatcher().stop(run.id)  # a model generating for it stops
-    return True
-
-
-def mark_waiter_gone(run_id: str) -> bool:
-    """The caller stops waiting: True (announce the end by event) if the run is still going,
-    False if it ended meanwhile (answer its result now, announce nothing)."""
-    result = db.session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.status.in_(("queued", "running")))
-        .values(notify=True)
-    )
-    return result.rowcount == 1
-
-
-_RUNS, _KEYS = Run.__table__, ApiKey.__table__
-# The end of a run (its terminal state and what comes with it, as parameters named after
-# the columns), unless it has ended; it answers whether to announce the end by a webhook
-# event. A Core statement built once: the ORM's update cost more than the database's work.
-_END = (
-    update(_RUNS)
-    .where(_RUNS.c.id == bindparam("ended_id"), _RUNS.c.status.notin_(TERMINAL_STATES))
-    .returning(
-        and_(
-            # Set only while the run is going (``mark_waiter_gone``): read as it ends.
-            _RUNS.c.notify,
-            exists()
-            .where(_KEYS.c.id == _RUNS.c.api_key_id, _KEYS.c.webhook_url.is_not(None))
-            .correlate(_RUNS),
-        )
-    )
-)
-
-
-def _conclude(run: Run, started: float | None, status: str, **fields) -> bool:
-    """Move ``run`` to a terminal state unless it is in one; release quota unless it
-    succeeded. Returns whether this call made the move (and then sets ``run.announce_end``)."""
-    finished_at = clock.now()
-    values = {"status": status, "finished_at": finished_at, **fields}
-    begun = clock.as_utc(run.started_at)
-    if started is not None:
-        values["duration_ms"] = int((time.perf_counter() - started) * 1000)
-    elif begun is not None:
-        values["duration_ms"] = int((finished_at - begun).total_seconds() * 1000)
-    announce = db.session.execute(_END, {"ended_id": run.id, **values}).scalar()
-    if announce is None:
-        db.session.refresh(run)  # what ended it
-        return False
-    for name, value in values.items():  # as written: no query to read them back
-        set_committed_value(run, name, value)
-    run.announce_end = bool(announce) and status in ("succeeded", "failed")
-    if status != "succeeded" and run.source == "web" and run.workflow_run_id is None:
-        allowance.release_run(run)  # a workflow's steps hold no allowance
-    elif status != "succeeded" and not run.sandbox and run.api_key_id:
-        quota.store().release(run.api_key_id, 1, clock.utc_day(clock.as_utc(run.created_at)))
-    if status != "succeeded" and run.source == "embed":
-        embed_caps.release_run(run)  # the widget's day caps, as an inline run gives them back
-    return True
-
-
 def _finish(run: InlineRun, started: float, status: str, **fields) -> None:
     run.status = status
     run.finished_at = clock.now()
     run.duration_ms = int((time.perf_counter() - started) * 1000)
     for name, value in fields.items():
         setattr(run, name, value)
-
-
-def _error(kind: str, message: str, retry_after: int | None) -> dict:
-    error = {"code": kind, "message": message}
-    if retry_after is not None:
-        error["retry_after"] = retry_after
-    return error
-
-
-def _classify(error: Exception) -> tuple[str, str, int | None]:
-    if isinstance(error, EngineError):
-        return "input", str(error), None
-    if isinstance(error, ModelUnfit):
-        return "model_unfit", str(error), None
-    if isinstance(error, ProviderUnavailable):
-        return "provider", str(error), error.retry_after
-    if isinstance(error, JobTimeoutException):  # the worker cut the job off at its timeout
-        return "internal", "The run did not finish in time; nothing was charged.", None
-    log.exception("tool run failed unexpectedly", exc_info=error)
-    return "internal", "The tool failed unexpectedly; the run id helps us find out why.", None

@@ -26,7 +26,7 @@ from catalogue.workflow import MissingValue, Step
 from extensions import db
 from models import TERMINAL_STATES, Account, Run, WorkflowRun
 from models.base import new_uuid
-from services import clock, quota, runs, storage
+from services import clock, quota, run_ends, runs, storage, submissions
 from services.binary import decode_binary
 from services.events import workflow_event
 from services.keys import KeyContext
@@ -77,11 +77,11 @@ def start(
     *,
     admit: Admit = runs.reserve_only,
     user_id: int | None = None,
-) -> tuple[WorkflowRun, Reservation | None, runs.Held | None]:
+) -> tuple[WorkflowRun, Reservation | None, submissions.Held | None]:
     """Create a run of ``workflow`` (``value``: its stored input): its first steps queued
     with their inputs, the others pending. Reserves one call per step (QuotaExceeded when
     they do not all fit; None for sandbox keys), held until the caller commits with
-    ``runs.commit_submission``; raises InputRefused when a first step's inputs do not fit
+    ``submissions.commit``; raises InputRefused when a first step's inputs do not fit
     its tool. The caller commits, then enqueues ``queued_steps``.
 
     A run started on the site by a member of the account (``user_id``; ``context`` from
@@ -116,11 +116,11 @@ def start(
     reservation = admit(context, request)
     if reservation is not None and not reservation.granted:
         raise QuotaExceeded(reservation)
-    held = runs.held_for(context, reservation, run.id, steps)
+    held = submissions.held_for(context, reservation, run.id, steps)
     try:
         _add_run_and_steps(run, workflow, context, first, moment, user_id)
     except BaseException:
-        runs.give_back(held)
+        submissions.give_back(held)
         raise
     return run, reservation, held
 
@@ -335,7 +335,7 @@ def advance(workflow_run_id: str, *, held: Held | None = None) -> Progress:
             inputs = step_inputs(step, step.resolve(document))
         except (MissingValue, StepInputRefused) as refused:
             culprit = db.session.get(Run, step_run.id)
-            runs.fail(culprit, "input", f"The inputs made for this step do not fit: {refused}.")
+            run_ends.fail(culprit, "input", f"The inputs made for this step do not fit: {refused}.")
             return _fail(held, culprit.id, _step_message(culprit))
         queued = db.session.execute(
             update(_RUNS)
@@ -391,7 +391,7 @@ def _complete(held: Held, workflow: Workflow) -> Progress:
 def _cancel_unfinished(steps) -> None:
     for step in steps:
         if step.status not in TERMINAL_STATES:
-            runs.cancel(step)
+            run_ends.cancel(step)
 
 
 def _step_message(step: Run | StepState) -> str:

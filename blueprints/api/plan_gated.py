@@ -29,7 +29,7 @@ from blueprints.api.pipeline import (
     validation_failed,
 )
 from blueprints.api.problems import Problem
-from blueprints.api.tools.routes import run_tool_request, tool_inputs
+from blueprints.api.tools.runs import run_tool_request, tool_inputs
 from catalogue import Tool
 from services.plans import upgrade_url
 

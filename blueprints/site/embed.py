@@ -25,9 +25,9 @@ from blueprints.site import prefill
 from blueprints.site.forms import form_fields, read_form
 from blueprints.site.output import blocks, raw_json
 from extensions import db
-from jobs.runs import enqueue_run
+from jobs import launch
 from models import TERMINAL_STATES, Run
-from services import embed_caps, embeds, inputs, runs, urls
+from services import embed_caps, embeds, inputs, run_ends, runs, urls
 
 bp = Blueprint("embed", __name__)
 
@@ -146,7 +146,7 @@ def run(public_id: str):
         return _capped(found, read, capped)
     except runs.RunFailed as failed:
         runs.end_transaction()
-        status = runs.FAILURE_STATUS.get(failed.kind, 500)
+        status = run_ends.FAILURE_STATUS.get(failed.kind, 500)
         return refused(status, _failure(failed.kind, failed.message))
     output = result.run.output or {}
     return _page(
@@ -162,10 +162,9 @@ def run(public_id: str):
 def _queue(found: embeds.Live, stored: dict, visitor: str, ticket: embed_caps.Ticket, read):
     """Submit the widget's queued run (as the API submits its key's) and show its page."""
     try:
-        run = embeds.submit(found, stored, visitor, ticket)
+        run = launch.queue_for_widget(found, stored, visitor, ticket)
     except embed_caps.CapReached as capped:
         return _capped(found, read, capped)
-    enqueue_run(run.id, found.tool)
     return redirect(_run_url(found, run.id), 303)
 
 
@@ -253,7 +252,7 @@ def cancel_run(public_id: str, run_id: str):
     if shown is None:
         return empty_answer()
     found, run = shown
-    if runs.cancel(run):
+    if run_ends.cancel(run):
         db.session.commit()
     else:
         db.session.rollback()

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from flask import abort, make_response, redirect, render_template, request, url_for
 
-from blueprints.api.files.routes import file_response
-from blueprints.api.tools.events import event_stream, status_ending
+from blueprints.api.events import event_stream, status_ending
+from blueprints.api.files.answer import file_response
 from blueprints.site.output import blocks, raw_json
 from blueprints.site.routes import bp
 from blueprints.site.visitor import current_visitor
 from catalogue import load_catalogue
 from extensions import db
 from models import TERMINAL_STATES, Run
-from services import runs, storage
+from services import run_ends, runs, storage
 from services.recorder import recorder
 from services.run_events import END, run_events
 
@@ -78,7 +78,7 @@ def run_event_stream(run_id: str):
 def cancel_run(run_id: str):
     """Cancel the run if it is still going (its allowance is given back)."""
     run = _own_run(run_id)
-    if runs.cancel(run):
+    if run_ends.cancel(run):
         db.session.commit()
         run_events().append(run.id, END)  # its page's stream ends at once
     else:

@@ -26,8 +26,8 @@ from blueprints.site.snippets import snippets
 from blueprints.site.visitor import current_visitor, is_bot
 from catalogue import Tool, load_catalogue
 from extensions import db
-from jobs.runs import enqueue_run
-from services import allowance, inputs, runs, urls
+from jobs import launch
+from services import allowance, inputs, run_ends, runs, urls
 
 # Web visitors may run the tools of this plan (the API's base plan); those above need an
 # account on their plan.
@@ -284,7 +284,7 @@ def run_tool(slug: str):
         result = runs.run_for_visitor(visitor, tool, stored, ticket)
     except runs.RunFailed as failed:
         db.session.commit()
-        status = runs.FAILURE_STATUS.get(failed.kind, 500)
+        status = run_ends.FAILURE_STATUS.get(failed.kind, 500)
         return refused(status, failed.message, failed_run=failed.run)
     runs.end_transaction()
     return _page(
@@ -299,14 +299,7 @@ def run_tool(slug: str):
 
 
 def _queue(tool: Tool, visitor, stored: dict, ticket):
-    try:
-        run = runs.submit_for_visitor(visitor, tool, stored)
-        db.session.commit()
-    except BaseException:
-        db.session.rollback()
-        allowance.release(ticket)
-        raise
-    enqueue_run(run.id, tool, site=True)
+    run = launch.queue_for_visitor(visitor, tool, stored, ticket)
     target = url_for("site.run_page", run_id=run.id)
     if request.headers.get("HX-Request"):
         response = make_response("", 200)

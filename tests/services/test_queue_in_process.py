@@ -44,7 +44,7 @@ def file_tool(monkeypatch):
     """The word counter queued, as model-backed and media tools are, its fake engine making
     a file; an input of "slow" keeps its engine busy until ``release`` is set."""
     tool = dataclasses.replace(load_catalogue().get(TOOL), queue=True)
-    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    monkeypatch.setattr("blueprints.api.tools.runs.find_tool", lambda slug: tool)
     release = threading.Event()
 
     def engine(tool, inputs):
@@ -201,7 +201,7 @@ def test_canceling_a_run_stops_its_engine_midway(app, raw_key, monkeypatch):
     once, rather than holding the model (it serves one run at a time) until its end; the
     job ends on its own thread and the queue keeps its two."""
     tool = dataclasses.replace(load_catalogue().get(TOOL), queue=True)
-    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    monkeypatch.setattr("blueprints.api.tools.runs.find_tool", lambda slug: tool)
     generating, stopped = threading.Event(), threading.Event()
 
     def engine(tool, inputs):

@@ -9,7 +9,7 @@ from catalogue import load_workflows
 from engines import get_engine
 from extensions import db
 from jobs.maintenance import run_maintenance
-from services import clock, keys, quota, runs
+from services import clock, keys, quota, runs, submissions
 from tests.helpers import auth, needs_pg, needs_redis
 
 pytestmark = [needs_pg, needs_redis]
@@ -108,8 +108,8 @@ def test_the_sweep_gives_back_a_submission_whose_process_died_before_its_commit(
     assert quota.store().usage(context.key_id, clock.now()).calls == 2
     assert len(_submitting(app)) == 2
     # Younger than the grace: left alone.
-    assert runs.release_abandoned_submissions(60) == 0
-    assert runs.release_abandoned_submissions(0) == 1
+    assert submissions.release_abandoned(60) == 0
+    assert submissions.release_abandoned(0) == 1
     assert quota.store().usage(context.key_id, clock.now()).calls == 1
     assert _submitting(app) == []
     assert died.held.run_id != committed.held.run_id

@@ -15,7 +15,7 @@ import jobs.runs
 from extensions import db
 from jobs import maintenance
 from models import Run, UsageEvent
-from services import clock, keys, quota, runs, sweeper
+from services import clock, keys, quota, run_ends, sweeper
 from services.queue import LOST, WAITING, WORKING, JobLease, LeaseKeeper, lease_key
 from tests.helpers import auth, needs_pg, needs_redis
 
@@ -264,7 +264,7 @@ def test_a_workflow_run_no_step_moves_is_advanced(app, client, make_key, workflo
     raw = make_key("pro")
     workflow_run_id, queued = _start_workflow(client, raw)
     for step in queued:
-        runs.fail(step, "internal", "The worker died right after this.")
+        run_ends.fail(step, "internal", "The worker died right after this.")
     db.session.commit()
     assert jobs.runs.sweep_stale_runs() == 0
     assert _workflow_record(client, raw, workflow_run_id)["status"] == "queued"  # in grace
@@ -423,7 +423,7 @@ def test_cancel_racing_completion_ends_once_and_announces_accordingly(
     run_id = _submit(client, raw)
     job = _in_thread(app, jobs.runs.run_tool_job, run_id)
     assert inside.wait(5)
-    canceler = _in_thread(app, lambda: (runs.cancel(db.session.get(Run, run_id)), _commit()))
+    canceler = _in_thread(app, lambda: (run_ends.cancel(db.session.get(Run, run_id)), _commit()))
     time.sleep(attempt * 0.003)  # vary who gets there first
     go.set()
     job.join(10)

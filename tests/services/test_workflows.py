@@ -11,7 +11,7 @@ import jobs.workflows
 from catalogue import load_catalogue, load_workflows
 from extensions import db
 from models import Run, WorkflowRun
-from services import clock, keys, quota, runs, workflows
+from services import clock, keys, quota, run_ends, runs, workflows
 from tests.helpers import needs_pg
 
 
@@ -191,7 +191,7 @@ def test_cancel_releases_every_unfinished_step_and_a_late_result_is_discarded(co
 
 def test_a_step_canceled_on_its_own_fails_the_run(context):
     run = begin(context, "review-insights", "Great app, sync fails.")
-    runs.cancel(steps(run)["themes"])
+    run_ends.cancel(steps(run)["themes"])
     db.session.commit()
     progress = workflows.advance(run.id)
     db.session.commit()

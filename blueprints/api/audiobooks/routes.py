@@ -12,7 +12,7 @@ from blueprints.api.plan_gated import (
     start_run,
 )
 from blueprints.api.problems import Problem
-from blueprints.api.tools.routes import own_run
+from blueprints.api.tools.runs import own_run
 from models import Run
 from services import clock
 from services.urls import absolute_url_for

@@ -9,6 +9,7 @@ from blueprints.api.docs import (
     WORKFLOW_RUN_LINKS,
     problem_responses,
 )
+from blueprints.api.events import LAST_EVENT_ID, event_stream, events_response
 from blueprints.api.pipeline import (
     admit_run,
     authenticate,
@@ -23,9 +24,14 @@ from blueprints.api.pipeline import (
     too_large,
     validation_failed,
 )
-from blueprints.api.problems import Problem, problem_body
-from blueprints.api.tools.events import LAST_EVENT_ID, event_stream, events_response
-from blueprints.api.tools.routes import refuse_if_unavailable, run_problem
+from blueprints.api.problems import Problem
+from blueprints.api.tools.runs import refuse_if_unavailable
+from blueprints.api.workflows.runs import (
+    find_workflow,
+    own_workflow_run,
+    run_record,
+    workflow_run_ending,
+)
 from blueprints.api.workflows.schemas import (
     WorkflowListSchema,
     WorkflowRunAcceptedSchema,
@@ -33,11 +39,8 @@ from blueprints.api.workflows.schemas import (
     WorkflowRunRequestSchema,
     WorkflowSchema,
 )
-from catalogue import Workflow
-from extensions import db
-from jobs.workflows import enqueue_step
-from models import WorkflowRun
-from services import clock, runs, workflows
+from jobs import launch
+from services import clock, workflows
 from services.binary import BinaryInputError
 from services.runs import QuotaExceeded
 from services.urls import absolute_url_for
@@ -60,23 +63,6 @@ _ACCEPTED = {
     },
     "links": WORKFLOW_RUN_LINKS,
 }
-
-
-def find_workflow(workflow_id: str) -> Workflow:
-    workflow = workflows.find_workflow(workflow_id)
-    if workflow is None:
-        raise Problem(
-            404, "workflow_not_found", f"There is no workflow with the id {workflow_id!r}."
-        )
-    return workflow
-
-
-def own_workflow_run(run_id) -> WorkflowRun:
-    """The calling account's workflow run, or 404 (never 403: existence is not revealed)."""
-    run = db.session.get(WorkflowRun, str(run_id))
-    if run is None or run.account_id != current_key().account_id:
-        raise Problem(404, "run_not_found", f"There is no workflow run {run_id} for this account.")
-    return run
 
 
 def start_run():
@@ -109,7 +95,7 @@ def start_run():
     context = current_key()
     try:
         value = workflows.store_input(workflow, body["input"], context.account_id)
-        run, reservation, held = workflows.start(context, workflow, value, admit=admit_run)
+        run, reservation = launch.start_workflow(context, workflow, value, admit=admit_run)
     except BinaryInputError as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None
@@ -126,57 +112,10 @@ def start_run():
         "status_url": absolute_url_for("workflows.WorkflowRunStatus", run_id=run.id),
         "created_at": clock.as_utc(run.created_at),
     }
-    queued = workflows.queued_steps(run)
-    runs.commit_submission(held)
-    for step_run_id in queued:
-        enqueue_step(step_run_id, accepted["run_id"], first=True)
     response = jsonify(WorkflowRunAcceptedSchema().dump(accepted))
     response.status_code = 202
     response.headers["Location"] = url_for("workflows.WorkflowRunStatus", run_id=run.id)
     return response
-
-
-def run_record(run: WorkflowRun) -> dict:
-    """Everything about a workflow run and its steps, finished or not."""
-    workflow = workflows.find_workflow(run.workflow_id)
-    steps = {step.step_id: step for step in workflows.step_runs(run.id)}
-    depends = {s.id: list(s.depends_on) for s in workflow.steps} if workflow else {}
-    order = list(depends) if set(depends) == set(steps) else sorted(steps)
-    records = [
-        {
-            "id": step_id,
-            "tool": steps[step_id].tool_slug,
-            "status": steps[step_id].status,
-            "depends_on": depends.get(step_id, []),
-            "run_id": steps[step_id].id,
-            "output": steps[step_id].output,
-            "error": steps[step_id].error,
-            "credits": steps[step_id].credits,
-            "started_at": clock.as_utc(steps[step_id].started_at),
-            "finished_at": clock.as_utc(steps[step_id].finished_at),
-            "duration_ms": steps[step_id].duration_ms,
-        }
-        for step_id in order
-    ]
-    return {
-        "run_id": run.id,
-        "workflow_id": run.workflow_id,
-        "status": run.status,
-        "progress": {
-            "completed_steps": sum(step.status == "succeeded" for step in steps.values()),
-            "total_steps": len(steps),
-        },
-        "steps": records,
-        "output": run.output,
-        "error": run.error,
-        "credits": sum(step.credits for step in steps.values()),
-        "sandbox": run.sandbox,
-        "created_at": clock.as_utc(run.created_at),
-        "started_at": clock.as_utc(run.started_at),
-        "finished_at": clock.as_utc(run.finished_at),
-        "duration_ms": run.duration_ms,
-        "status_url": absolute_url_for("workflows.WorkflowRunStatus", run_id=run.id),
-    }
 
 
 @blp.route("/workflows")
@@ -268,22 +207,6 @@ class WorkflowRunEvents(MethodView):
         authenticate()
         run = own_workflow_run(run_id)
         return event_stream(run, request.headers.get("Last-Event-ID"), workflow_run_ending)
-
-
-def workflow_run_ending(run: WorkflowRun) -> tuple[str, dict]:
-    """The last event of a workflow run's stream: ``error`` with the problem document of
-    its failure (the step that failed named), or ``done`` with its status record."""
-    if run.status != "failed":
-        return "done", WorkflowRunRecordSchema().dump(run_record(run))
-    error = run.error or {}
-    if error.get("code") == "canceled":
-        problem = Problem(409, "step_canceled", error.get("message", ""), run_id=run.id)
-    else:
-        problem = run_problem(run.id, error)
-    body = problem_body(problem)
-    if error.get("step"):
-        body |= {"step": error["step"], "tool": error.get("tool")}
-    return "error", body
 
 
 @blp.route("/workflows/run/<uuid:run_id>/cancel")

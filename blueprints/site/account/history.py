@@ -11,8 +11,8 @@ from typing import Any
 
 from flask import abort, g, make_response, redirect, render_template, request, url_for
 
-from blueprints.api.tools.events import event_stream, status_ending
-from blueprints.api.workflows.routes import run_record
+from blueprints.api.events import event_stream, status_ending
+from blueprints.api.workflows.runs import run_record
 from blueprints.site.access import member_required
 from blueprints.site.account.dashboard import fragment_aware, wants_fragment
 from blueprints.site.forms import field_label
@@ -21,7 +21,7 @@ from blueprints.site.routes import bp
 from catalogue import load_catalogue
 from extensions import db
 from models import TERMINAL_STATES, Run, User, WorkflowRun
-from services import clock, run_history, runs, usage_dashboard, workflows
+from services import clock, run_ends, run_history, runs, usage_dashboard, workflows
 from services.run_events import END, run_events
 
 STATE_NAMES = {
@@ -230,7 +230,7 @@ def cancel_account_run(run_id: str):
     if isinstance(run, WorkflowRun):
         canceled = workflows.cancel(run)
     elif run.workflow_run_id is None:
-        canceled = runs.cancel(run)
+        canceled = run_ends.cancel(run)
     else:  # a step: its workflow run is what is canceled, from its own page
         canceled = False
     if canceled:

@@ -24,7 +24,7 @@ from blueprints.site.routes import bp
 from catalogue import Workflow
 from catalogue.tool import MAX_FILE_BYTES
 from extensions import db
-from jobs.workflows import enqueue_step
+from jobs import launch
 from models import WorkflowRun
 from services import workflows
 from services.binary import BinaryInputError
@@ -142,7 +142,7 @@ def start_workflow_run(workflow_id: str):
         return _refused(workflow, 422, problem, typed)
     try:
         stored = workflows.store_input(workflow, value, account.id)
-        run, _, _ = workflows.start(
+        run, _ = launch.start_workflow(
             workflows.member_context(account, plan),
             workflow,
             stored,
@@ -157,10 +157,6 @@ def start_workflow_run(workflow_id: str):
         message = " ".join(" ".join(messages) for messages in refused.errors.values())
         return _refused(workflow, 422, message, typed)
     run_id = run.id
-    queued = workflows.queued_steps(run)
-    db.session.commit()
-    for step_run_id in queued:
-        enqueue_step(step_run_id, run_id, first=True)
     return redirect(url_for("site.account_run", run_id=run_id), 303)
 
 

@@ -162,7 +162,7 @@ def test_a_caller_waiting_when_redis_goes_gets_202_and_the_status_url(
     outage_app, redis_server, monkeypatch
 ):
     tool = dataclasses.replace(load_catalogue().get("word-counter"), queue=True)
-    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    monkeypatch.setattr("blueprints.api.tools.runs.find_tool", lambda slug: tool)
     client = outage_app.test_client()
     raw = _key()
     queued = redis.Redis.from_url(redis_server.url)

@@ -34,7 +34,7 @@ def _until_ended(client, raw, location, seconds=15):
 def queued_tool(monkeypatch):
     """The word counter declared ``queue: true``, as model-backed tools are."""
     tool = dataclasses.replace(load_catalogue().get(TOOL), queue=True)
-    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    monkeypatch.setattr("blueprints.api.tools.runs.find_tool", lambda slug: tool)
     return tool
 
 

@@ -1,5 +1,5 @@
 """GET /v1/tools/run/{run_id}/events: a run's events as server-sent events (services/run_events.py,
-blueprints/api/tools/events.py), on Redis and in the embedded default's process."""
+blueprints/api/events.py), on Redis and in the embedded default's process."""
 
 import threading
 import time
@@ -408,7 +408,7 @@ def test_a_stream_that_breaks_off_ends_with_an_error_event_naming_where_it_was(
     def database_down(*args):
         raise ConnectionError("the database went away")
 
-    monkeypatch.setattr("blueprints.api.tools.events._ended", database_down)
+    monkeypatch.setattr("blueprints.api.events._ended", database_down)
     events = _events(_stream(client, raw, run_id))
 
     (delta_id, _, _), (error_id, kind, problem) = events
@@ -468,10 +468,10 @@ def test_cancel_ends_a_followers_stream_at_once_with_the_canceled_record(app, cl
 def test_an_idle_stream_gets_a_comment_line_while_its_run_waits(app, client, make_key, monkeypatch):
     """Proxies cut a silent connection: a run waiting in the queue keeps its stream alive
     with comment lines, however seldom its record is looked at."""
-    monkeypatch.setattr("blueprints.api.tools.events.KEEP_ALIVE_SECONDS", 0.3)
-    monkeypatch.setattr("blueprints.api.tools.events.LOOK_FIRST", 60.0)  # never, here
+    monkeypatch.setattr("blueprints.api.events.KEEP_ALIVE_SECONDS", 0.3)
+    monkeypatch.setattr("blueprints.api.events.LOOK_FIRST", 60.0)  # never, here
     monkeypatch.setattr("services.run_events.LOOK_EVERY", 0.1)
-    monkeypatch.setattr("blueprints.api.tools.events.FOLLOW_SECONDS", 5.0)  # no hanging test
+    monkeypatch.setattr("blueprints.api.events.FOLLOW_SECONDS", 5.0)  # no hanging test
     raw = make_key()
     run_id = _submit(client, raw)  # queued: no worker here
     response = client.get(f"/v1/tools/run/{run_id}/events", headers=auth(raw), buffered=False)

@@ -144,7 +144,7 @@ def test_a_result_returned_synchronously_emits_nothing(events_app, receiver, mon
     from catalogue import load_catalogue
 
     tool = dataclasses.replace(load_catalogue().get(TOOL), queue=True)
-    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", lambda slug: tool)
+    monkeypatch.setattr("blueprints.api.tools.runs.find_tool", lambda slug: tool)
     url, received = receiver
     client = events_app.test_client()
     raw, _secret = _key_with_webhook(url)

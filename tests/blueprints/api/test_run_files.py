@@ -79,7 +79,7 @@ def shout_tool(monkeypatch):
     class ShoutEngine(Engine):
         name = SHOUT.engine
 
-    monkeypatch.setattr("blueprints.api.tools.routes.find_tool", find)
+    monkeypatch.setattr("blueprints.api.tools.runs.find_tool", find)
     monkeypatch.setitem(engines._REGISTRY, SHOUT.engine, ShoutEngine())
     monkeypatch.setattr("services.runs.run_tool", shout)
     monkeypatch.setattr("services.runs.load_catalogue", lambda: SimpleNamespace(get=find))

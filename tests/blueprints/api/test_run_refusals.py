@@ -360,7 +360,7 @@ def test_a_sandbox_run_of_a_queued_tool_is_its_sample_answered_inline(
     def no_queue(*args, **kwargs):
         raise AssertionError("a sandbox run was queued")
 
-    monkeypatch.setattr("blueprints.api.tools.routes.dispatcher", no_queue)
+    monkeypatch.setattr("jobs.launch.enqueue_run", no_queue)
     raw = make_key("pro", sandbox=True)
     headers = {**auth(raw), **({"Prefer": prefer} if prefer else {})}
     for slug in ("text-to-speech", UNAVAILABLE):
