@@ -29,13 +29,14 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from flask import Response, stream_with_context
 
 from blueprints.api.problems import Problem, problem_body
 from extensions import db
 from models import TERMINAL_STATES, Run, WorkflowRun
-from services.run_events import END, event_position, run_events
+from services.run_events import END, Event, event_position, run_events
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,6 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
 
     def follow() -> Iterator[tuple[str, str]]:
         """(event id, text) of each event of the stream, and ("", comment) lines."""
-        written = time.monotonic()
         if had_ended is not None:
             end_id = "end"
             for event in run_events().after(run_id, last):
@@ -124,26 +124,15 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
                 yield event.id, _event(event.id, event.kind, event.data)
             yield end_id, _event(end_id, *ending(had_ended))
             return
-        looked, look_every = time.monotonic(), LOOK_FIRST
-        for batch in run_events().follow(run_id, last, FOLLOW_SECONDS):
-            for event in batch:
-                if event.kind == END:
-                    yield event.id, _end(model, run_id, event.id, ending)
-                    return
-                yield event.id, _event(event.id, event.kind, event.data)
-                written = looked = time.monotonic()
-                look_every = LOOK_FIRST
-            if batch:
-                continue
-            if time.monotonic() - looked >= look_every:
-                ended = _ended(model, run_id)
-                if ended is not None:
-                    yield "end", _end(model, run_id, "end", ending, ended)
-                    return
-                looked, look_every = time.monotonic(), min(2 * look_every, LOOK_MOST)
-            if time.monotonic() - written >= KEEP_ALIVE_SECONDS:
+        for step in follow_run(model, run_id, last, FOLLOW_SECONDS):
+            if step.ended is not None:
+                yield step.end_id, _event(step.end_id, *ending(step.ended))
+                db.session.close()
+                return
+            if step.event is None:
                 yield "", ": keep-alive\n\n"
-                written = time.monotonic()
+            else:
+                yield step.event.id, _event(step.event.id, step.event.kind, step.event.data)
 
     def generate() -> Iterator[str]:
         nonlocal sent
@@ -166,6 +155,51 @@ def event_stream(run: Followed, last_event_id: str | None, ending: Ending) -> Re
     return response
 
 
+@dataclass(frozen=True)
+class FollowStep:
+    """One step of following a run (``follow_run``): an ``event`` of its stream, or
+    nothing (a keep-alive is due), or its end: the run ``ended``, read afresh, and the id
+    of the event that said so (``end`` when its record did)."""
+
+    event: Event | None = None
+    ended: Followed | None = None
+    end_id: str = "end"
+
+
+def follow_run(
+    model: type[Followed], run_id: str, last: str | None, seconds: float
+) -> Iterator[FollowStep]:
+    """Follow a run that had not ended, after the event ``last``, for up to ``seconds``:
+    each of its events as it comes, a step with nothing each ``KEEP_ALIVE_SECONDS`` of
+    silence, and last its end (from its ``end`` event, or from its record, looked at after
+    ``LOOK_FIRST`` seconds of silence and then less and less often, up to every
+    ``LOOK_MOST``: an end whose event was lost). Holds no database connection while it
+    waits; the session is left open after the end (the caller reads the ended run, then
+    closes it). Stops without an end when ``seconds`` run out."""
+    written = looked = time.monotonic()
+    look_every = LOOK_FIRST
+    for batch in run_events().follow(run_id, last, seconds):
+        for event in batch:
+            if event.kind == END:
+                ended = db.session.get(model, run_id, populate_existing=True)
+                yield FollowStep(ended=ended, end_id=event.id)
+                return
+            yield FollowStep(event=event)
+            written = looked = time.monotonic()
+            look_every = LOOK_FIRST
+        if batch:
+            continue
+        if time.monotonic() - looked >= look_every:
+            ended = _ended(model, run_id)
+            if ended is not None:
+                yield FollowStep(ended=ended)
+                return
+            looked, look_every = time.monotonic(), min(2 * look_every, LOOK_MOST)
+        if time.monotonic() - written >= KEEP_ALIVE_SECONDS:
+            yield FollowStep()
+            written = time.monotonic()
+
+
 def status_ending(run: Followed) -> tuple[str, dict]:
     """A page's ending (the site's run pages): ``done`` or ``error`` with the run's status
     only; the page then asks for its own rendering of the end."""
@@ -177,16 +211,6 @@ def _ended(model: type[Followed], run_id: str) -> Followed | None:
     try:
         run = db.session.get(model, run_id, populate_existing=True)
         return run if run is not None and run.status in TERMINAL_STATES else None
-    finally:
-        db.session.close()
-
-
-def _end(
-    model: type[Followed], run_id: str, event_id: str, ending: Ending, run: Followed | None = None
-) -> str:
-    run = run or db.session.get(model, run_id, populate_existing=True)
-    try:
-        return _event(event_id, *ending(run))
     finally:
         db.session.close()
 

@@ -51,16 +51,21 @@ def find_tool(slug: str) -> Tool:
 
 
 def tool_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage]) -> dict:
-    """The tool's inputs from the body (services/inputs.py), form values typed first: 422
-    for invalid ones, 413 for a file too large, 503 (for a live key) when the tool cannot
-    run here."""
+    """The tool's inputs from the request's body, form values typed first (``checked_inputs``;
+    413 for a text tool's body over ``MAX_TEXT_BODY``)."""
     # One proxy lookup each (blueprints/api/pipeline/keys.py says why).
     this_request = request._get_current_object()
-    config = current_app._get_current_object().config
-    if (this_request.content_length or 0) > config["MAX_TEXT_BODY"] and not tool.binary_inputs:
-        raise too_large()
     if this_request.mimetype == "multipart/form-data":
         body = _typed_form(tool, body)
+    return checked_inputs(tool, body, uploads, this_request.content_length or 0)
+
+
+def checked_inputs(tool: Tool, body: dict, uploads: dict[str, FileStorage], size: int) -> dict:
+    """The tool's inputs from ``body`` and ``uploads`` (services/inputs.py), checked and
+    stored: 413 for a text tool sent more than ``MAX_TEXT_BODY`` bytes (``size``) or a file
+    too large, 422 for invalid ones, 503 (for a live key) when the tool cannot run here."""
+    if size > current_app._get_current_object().config["MAX_TEXT_BODY"] and not tool.binary_inputs:
+        raise too_large()
     key = current_key()
     try:
         return inputs.prepare(
@@ -108,6 +113,34 @@ def run_dispatched(body: dict, uploads: dict[str, FileStorage]):
     return run_by_slug(slug, body, uploads)
 
 
+def start_tool_run(
+    tool: Tool, inputs: dict, *, queued: bool, awaited: bool, announce: bool, source: str = "api"
+) -> launch.Started:
+    """Start ``tool`` on checked ``inputs`` for the request's key (``jobs.launch``), admitted
+    with the request's deferred per-minute hit: 429 for a quota used up, the failure's
+    problem for an inline run that failed. The day's usage is noted for the answer's
+    headers."""
+    context = current_key()
+    try:
+        started = launch.start_for_key(
+            context,
+            tool,
+            inputs,
+            queued=queued,
+            awaited=awaited,
+            announce=announce,
+            admit=admit_run,
+            admit_after_run=likely_admitted(context),
+            source=source,
+        )
+    except QuotaExceeded as refused:
+        raise quota_problem(refused.reservation) from None
+    except RunFailed as failed:
+        raise run_problem(failed.run.id, failed.run.error) from None
+    note_usage(started.reservation)
+    return started
+
+
 def run_tool_request(tool: Tool, inputs: dict, *, stream: bool = False):
     """Run ``tool`` for the authenticated key (``jobs.launch``): inline, or queued and waited
     for as ``Prefer`` asks. A sandbox key's run is its tool's sample, answered inline
@@ -115,25 +148,15 @@ def run_tool_request(tool: Tool, inputs: dict, *, stream: bool = False):
     events (``events.event_stream``) once it is admitted; refusals before that stay problem
     documents."""
     prefer = parse_prefer()
-    context = current_key()
-    try:
-        started = launch.start_for_key(
-            context,
-            tool,
-            inputs,
-            queued=prefer.respond_async,
-            awaited=not (prefer.respond_async or stream),
-            # respond-async: nobody waits, so the run's end is announced by an event. A
-            # stream gives the end to its reader.
-            announce=prefer.respond_async and not stream,
-            admit=admit_run,
-            admit_after_run=likely_admitted(context),
-        )
-    except QuotaExceeded as refused:
-        raise quota_problem(refused.reservation) from None
-    except RunFailed as failed:
-        raise run_problem(failed.run.id, failed.run.error) from None
-    note_usage(started.reservation)
+    started = start_tool_run(
+        tool,
+        inputs,
+        queued=prefer.respond_async,
+        awaited=not (prefer.respond_async or stream),
+        # respond-async: nobody waits, so the run's end is announced by an event. A stream
+        # gives the end to its reader.
+        announce=prefer.respond_async and not stream,
+    )
     run = started.run
     if started.finished:
         if stream:  # it has ended: its stream is its end

@@ -11,25 +11,18 @@ from blueprints.api.docs import (
 )
 from blueprints.api.events import LAST_EVENT_ID, event_stream, events_response
 from blueprints.api.pipeline import (
-    admit_run,
     authenticate,
     cancel_or_409,
-    current_key,
-    note_usage,
-    quota_problem,
     read_body,
     require_api_access,
-    require_plan,
     respond_idempotently,
-    too_large,
     validation_failed,
 )
-from blueprints.api.problems import Problem
-from blueprints.api.tools.runs import refuse_if_unavailable
 from blueprints.api.workflows.runs import (
     find_workflow,
     own_workflow_run,
     run_record,
+    start_workflow_run,
     workflow_run_ending,
 )
 from blueprints.api.workflows.schemas import (
@@ -39,12 +32,8 @@ from blueprints.api.workflows.schemas import (
     WorkflowRunRequestSchema,
     WorkflowSchema,
 )
-from jobs import launch
 from services import clock, workflows
-from services.binary import BinaryInputError
-from services.runs import QuotaExceeded
 from services.urls import absolute_url_for
-from services.workflows import InputRefused
 
 blp = Blueprint(
     "workflows",
@@ -75,36 +64,12 @@ def start_run():
         message = "Missing required field." if workflow_id is None else "Must be a string."
         raise validation_failed({"workflow_id": [message]})
     workflow = find_workflow(workflow_id)
-    require_plan(workflow.required_plan)
-    if not current_key().sandbox:  # a step that cannot run here: refused before anything
-        tools = current_app.extensions["catalogue"]
-        for step in workflow.steps:
-            refuse_if_unavailable(tools.get(step.tool), step=step.id)
-    if (
-        not workflow.binary_input
-        and (request.content_length or 0) > current_app.config["MAX_TEXT_BODY"]
-    ):
-        raise too_large()
-    errors = {name: ["Unknown field."] for name in body if name not in _FIELDS}
+    unknown = {name: ["Unknown field."] for name in body if name not in _FIELDS}
     if "input" not in body:
-        errors["input"] = ["Missing required field."]
-    else:
-        errors |= workflow.validate(body["input"])
-    if errors:
-        raise validation_failed(errors)
-    context = current_key()
-    try:
-        value = workflows.store_input(workflow, body["input"], context.account_id)
-        run, reservation = launch.start_workflow(context, workflow, value, admit=admit_run)
-    except BinaryInputError as refused:
-        if refused.status == 413:
-            raise Problem(413, "payload_too_large", refused.message) from None
-        raise validation_failed({"input": [refused.message]}) from None
-    except InputRefused as refused:
-        raise validation_failed(refused.errors) from None
-    except QuotaExceeded as refused:
-        raise quota_problem(refused.reservation) from None
-    note_usage(reservation)
+        unknown["input"] = ["Missing required field."]
+    run = start_workflow_run(
+        workflow, body.get("input"), request.content_length or 0, errors=unknown
+    )
     accepted = {
         "run_id": run.id,
         "workflow_id": run.workflow_id,

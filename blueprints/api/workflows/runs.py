@@ -3,15 +3,29 @@
 workflow and the caller's run of it, the run's status record with its steps, and the last
 event of its stream."""
 
-from blueprints.api.pipeline import current_key
+from flask import current_app
+
+from blueprints.api.pipeline import (
+    admit_run,
+    current_key,
+    note_usage,
+    quota_problem,
+    require_plan,
+    too_large,
+    validation_failed,
+)
 from blueprints.api.problems import Problem, problem_body
-from blueprints.api.tools.runs import run_problem
+from blueprints.api.tools.runs import refuse_if_unavailable, run_problem
 from blueprints.api.workflows.schemas import WorkflowRunRecordSchema
 from catalogue import Workflow
 from extensions import db
+from jobs import launch
 from models import WorkflowRun
 from services import clock, workflows
+from services.binary import BinaryInputError
+from services.runs import QuotaExceeded
 from services.urls import absolute_url_for
+from services.workflows import InputRefused
 
 
 def find_workflow(workflow_id: str) -> Workflow:
@@ -28,6 +42,43 @@ def own_workflow_run(run_id) -> WorkflowRun:
     run = db.session.get(WorkflowRun, str(run_id))
     if run is None or run.account_id != current_key().account_id:
         raise Problem(404, "run_not_found", f"There is no workflow run {run_id} for this account.")
+    return run
+
+
+def start_workflow_run(
+    workflow: Workflow, value, size: int, *, errors: dict | None = None
+) -> WorkflowRun:
+    """Start a run of ``workflow`` on its input ``value`` for the request's key
+    (``jobs.launch``), admitted with the request's deferred per-minute hit; ``size``: the
+    bytes the input came in. Refused as problems: 402 below the workflow's plan, 503 when a
+    step cannot run here, 413 for a text input over ``MAX_TEXT_BODY``, 422 for an invalid
+    input (with the caller's own ``errors``), 429 for a quota used up."""
+    require_plan(workflow.required_plan)
+    context = current_key()
+    config = current_app.config
+    if not context.sandbox:  # a step that cannot run here: refused before anything
+        tools = current_app.extensions["catalogue"]
+        for step in workflow.steps:
+            refuse_if_unavailable(tools.get(step.tool), step=step.id)
+    if not workflow.binary_input and size > config["MAX_TEXT_BODY"]:
+        raise too_large()
+    errors = dict(errors or {})
+    if "input" not in errors:  # the caller's: none sent
+        errors |= workflow.validate(value)
+    if errors:
+        raise validation_failed(errors)
+    try:
+        stored = workflows.store_input(workflow, value, context.account_id)
+        run, reservation = launch.start_workflow(context, workflow, stored, admit=admit_run)
+    except BinaryInputError as refused:
+        if refused.status == 413:
+            raise Problem(413, "payload_too_large", refused.message) from None
+        raise validation_failed({"input": [refused.message]}) from None
+    except InputRefused as refused:
+        raise validation_failed(refused.errors) from None
+    except QuotaExceeded as refused:
+        raise quota_problem(refused.reservation) from None
+    note_usage(reservation)
     return run
 
 
