@@ -143,6 +143,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("S3_CONNECT_TIMEOUT", float, 3.0, "seconds to connect to the bucket", text=True),
     Setting("S3_READ_TIMEOUT", float, 15.0, "seconds to wait for the bucket's answer", text=True),
     Setting("S3_MAX_ATTEMPTS", int, 3, "attempts per bucket call, in all", text=True),
+    # The MCP endpoint (docs/api/mcp.md): how long a tools/call waits for a queued run
+    # before it answers the run's id (under the 60 s after which clients commonly give up,
+    # and the web command's --timeout), and the browser origins it takes requests from
+    # besides PUBLIC_BASE_URL's ("*": any).
+    Setting("MCP_WAIT_SECONDS", float, 50.0, "seconds an MCP tool call waits for a queued run"),
+    Setting(
+        "MCP_ALLOWED_ORIGINS",
+        str,
+        None,
+        "browser origins the MCP endpoint answers besides the site's, comma-separated",
+    ),
     # Request bodies (docs/architecture/request-pipeline.md).
     Setting("MAX_TEXT_BODY", int, 1024 * 1024, "bytes of a text request's body, at most"),
     Setting("MAX_CONTENT_LENGTH", int, 25 * 1024 * 1024, "bytes of a body carrying files, at most"),

@@ -36,6 +36,9 @@ class ApiKey(db.Model):
     revoked_at: Mapped[datetime | None]
     # A rolled key may keep working until then (the API honours it to the second).
     expires_at: Mapped[datetime | None]
+    # The tools its MCP clients are shown when they name none (comma-separated slugs; None:
+    # the default tools).
+    mcp_tools: Mapped[str | None] = mapped_column(String(4000))
     created_by_user_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL")
     )

@@ -74,6 +74,8 @@ class KeyContext:
     daily_quota: int
     # A rolled key works until then (None: until revoked).
     expires_at: datetime | None = None
+    # The tools its MCP clients are shown when they name none (None: the default tools).
+    mcp_tools: str | None = None
 
 
 def generate_raw_key() -> str:
@@ -380,6 +382,7 @@ _ACTIVE_KEY = (
         ApiKey.per_minute_override,
         ApiKey.daily_override,
         ApiKey.expires_at,
+        ApiKey.mcp_tools,
         Account.id.label("account_id"),
         Account.name.label("account_name"),
         Account.free_calls_used,
@@ -418,6 +421,7 @@ def _load(key_hash: str) -> KeyContext | None:
         per_minute=row.per_minute_override or plan.per_minute,
         daily_quota=row.daily_override if row.daily_override is not None else plan.daily_quota,
         expires_at=clock.as_utc(row.expires_at),
+        mcp_tools=row.mcp_tools,
     )
 
 

@@ -183,6 +183,11 @@ def register_api(app, error_page) -> None:
     # Runs of the plan-gated endpoints name these tools (services.runs.find_tool).
     app.extensions["endpoint_tools"] = endpoint_tools()
     app.extensions["error_page"] = error_page
+    # The MCP endpoint is JSON-RPC, not a REST resource: outside the OpenAPI document
+    # (docs/api/mcp.md describes it).
+    from blueprints.api.mcp.routes import bp as mcp_bp
+
+    app.register_blueprint(mcp_bp)
     app.register_error_handler(Problem, _handle_problem)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(SecurityError, _handle_untrusted_host)
