@@ -301,3 +301,83 @@ async def test_a_hundred_calls_at_once_are_each_one_run(server, make_key):
     assert {result.structured_content["words"] for result in results} == {2}
     assert len({result.meta["run_id"] for result in results}) == 100
     assert calls_today(raw) == 100
+
+
+# --- queued runs --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def queued_server(provider_in_env, server, rq_worker):
+    """The MCP URL of an app whose model tools call the fake provider, with the Procfile's
+    workers running its queued runs."""
+    return server
+
+
+@needs_pg
+@needs_redis
+async def test_a_queued_run_reports_progress_from_its_text_then_answers(
+    queued_server, provider_in_env, make_key
+):
+    provider_in_env.stream_pieces, provider_in_env.stream_seconds = 12, 2.0
+    raw = make_key("pro")
+    seen = []
+
+    async def progress(value, total, message):
+        seen.append((value, message))
+
+    result = await call(
+        queued_server,
+        raw,
+        "run_tool",
+        {"slug": "abstractive-summarizer", "input": {"text": TEXT * 20}},
+        progress_callback=progress,
+    )
+    assert not result.is_error, text_of(result)
+    assert result.structured_content and result.meta["status"] == "succeeded"
+    assert seen[0] == (0, "The run is queued.")
+    written = [value for value, _ in seen[1:]]
+    assert len(written) >= 3 and written == sorted(set(written))  # each one further on
+    assert calls_today(raw) == 1
+
+
+@needs_pg
+@needs_redis
+async def test_a_file_comes_as_a_link_that_downloads(queued_server, make_key):
+    result = await call(
+        queued_server,
+        make_key("creator"),
+        "run_tool",
+        {"slug": "avatar-generator", "input": {"description": "a red fox"}},
+    )
+    assert not result.is_error, text_of(result)
+    links = [block for block in result.content if block.type == "resource_link"]
+    assert links and links[0].mime_type == "image/png"
+    # Built on PUBLIC_BASE_URL (the workers'), asked of this test's server.
+    path = "/" + str(links[0].uri).split("/", 3)[3]
+    downloaded = requests.get(queued_server.removesuffix("/v1/mcp") + path, timeout=10)
+    assert downloaded.status_code == 200
+    assert downloaded.content.startswith(b"\x89PNG") and len(downloaded.content) == links[0].size
+    assert all(len(block.text) < 100_000 for block in result.content if block.type == "text")
+
+
+@needs_pg
+@needs_redis
+async def test_a_run_past_the_wait_answers_its_id_and_goes_on(app, server, make_key):
+    """No worker here: the run stays queued past the wait; its end will be announced."""
+    app.config["MCP_WAIT_SECONDS"] = 0.5
+    raw = make_key("pro")
+    result = await call(
+        server, raw, "run_tool", {"slug": "abstractive-summarizer", "input": {"text": TEXT}}
+    )
+    assert not result.is_error
+    state = result.structured_content
+    assert state["status"] == "queued" and "get_run" in text_of(result)
+    read = await call(server, raw, "get_run", {"run_id": state["run_id"]})
+    assert read.structured_content["status"] == "queued"
+    with app.app_context():
+        run = db.session.get(Run, state["run_id"])
+        assert run.notify and run.source == "mcp"  # its end goes to the key's webhook
+    selected = await call(
+        server + "?tools=abstractive-summarizer", raw, "abstractive-summarizer", {"text": TEXT}
+    )
+    assert selected.is_error and "get_run" in text_of(selected)  # not its output's shape
