@@ -33,6 +33,9 @@ class UsageEvent(db.Model):
     credits: Mapped[int]
     free_call: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Where the call came in through: api (the REST API and agency widgets, by their key),
+    # mcp (the MCP endpoint), or web (the site, no key).
+    source: Mapped[str] = mapped_column(String(8), default="api", server_default="api")
 
 
 class UsageDaily(db.Model):

@@ -21,7 +21,7 @@ from services.recorder import recorder
 
 PAGE_SIZE = 25
 STATUSES = tuple(state for state in RUN_STATES if state != "pending")
-SOURCES = ("api", "web", "embed")
+SOURCES = ("api", "mcp", "web", "embed")
 _MAX_SLUG = 100
 
 
@@ -124,7 +124,8 @@ def _workflow_runs(account_id: int, filters: RunFilters):
         query = query.where(w.api_key_id.is_(None))
     elif filters.source == "api":
         query = query.where(w.api_key_id.isnot(None))
-    elif filters.source == "embed":  # widgets run tools, never workflows
+    elif filters.source in ("embed", "mcp"):  # widgets run tools, never workflows
+        # (a workflow an MCP client starts counts under its key's API runs)
         query = query.where(false())
     if filters.key_id:
         query = query.where(w.api_key_id == filters.key_id)

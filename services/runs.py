@@ -220,8 +220,9 @@ def run_inline(
     if run.credits != guessed_credits:
         quota.store().add_credits(context.key_id, run.credits - guessed_credits, reservation.day)
     ledger = usage.ledger_row(
-        context.account_id, context.key_id, tool.slug, run.id, run.credits, free, moment
-    )
+        context.account_id, context.key_id, tool.slug, run.id, run.credits, free, moment,
+        run.source,
+    )  # fmt: skip
     in_flight = quota.inflight_member(
         run.id, quota.usage_key(context.key_id, reservation.day), 1, guessed_credits
     )
@@ -244,8 +245,9 @@ def _run_then_admit(
     _finish(run, started, "succeeded", output=output)
     run.credits = credits_for(tool, output)
     ledger = usage.ledger_row(
-        context.account_id, context.key_id, tool.slug, run.id, run.credits, False, run.created_at
-    )
+        context.account_id, context.key_id, tool.slug, run.id, run.credits, False,
+        run.created_at, run.source,
+    )  # fmt: skip
     rows = run_rows(run.row(), ledger)
     reservation = _reserve(
         context, run.created_at, run.credits, admit, journal=RunJournal.payload(rows)
@@ -406,8 +408,9 @@ def execute(run_id: str, *, before_end: Callable[[], object] | None = None) -> R
         if run.api_key_id is not None:
             quota.store().add_credits(run.api_key_id, credits, clock.utc_day(run.created_at))
         ledger = usage.ledger_row(
-            run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now()
-        )
+            run.account_id, run.api_key_id, tool.slug, run.id, credits, free, clock.now(),
+            run.source,
+        )  # fmt: skip
         write_in_session(ledger_rows(ledger))
     elif run.source == "web" and run.account_id is not None:
         usage_rollup.add_web_run(db.session, run)

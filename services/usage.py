@@ -34,9 +34,12 @@ def ledger_row(
     credits: int,
     free_call: bool,
     moment,
+    source: str | None = None,
 ) -> dict:
-    """The ledger row of one successful invocation (the caller records it)."""
+    """The ledger row of one successful invocation (the caller records it). ``source``: mcp
+    for a call of the MCP endpoint; else it follows from the key (api, or web without one)."""
     return {
+        "source": source if source == "mcp" else ("api" if key_id else "web"),
         "account_id": account_id,
         "api_key_id": key_id,
         "run_id": run_id,

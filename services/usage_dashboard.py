@@ -25,13 +25,13 @@ from services.usage_rollup import SOURCES, WEB_KEY
 
 DAYS = (7, 30)
 METRICS = ("calls", "credits")
-SOURCE_NAMES = {"api": "API", "web": "Web"}
+SOURCE_NAMES = {"api": "API", "mcp": "MCP", "web": "Web"}
 
 
 @dataclass(frozen=True)
 class Filters:
     """What the usage shown is narrowed to: ``key_id`` one key of the account (None: all),
-    ``source`` api or web (None: both), the last ``days`` days, the ``metric`` charted."""
+    ``source`` api, mcp or web (None: all), the last ``days`` days, the ``metric`` charted."""
 
     days: int = 30
     metric: str = "calls"
@@ -209,7 +209,10 @@ def history(account_id: int, filters: Filters, keys: list[ApiKey]) -> History:
     if filters.key_id:
         query = query.where(UsageDaily.api_key_id == filters.key_id)
     rows = list(db.session.scalars(query))
-    per_day = {first + timedelta(days=n): dict.fromkeys(filters.sources, 0)
+    # MCP has its column once an account has used it in these days (or asked for it alone).
+    used = {row.source for row in rows}
+    sources = [s for s in filters.sources if s != "mcp" or "mcp" in used or filters.source]
+    per_day = {first + timedelta(days=n): dict.fromkeys(sources, 0)
                for n in range(filters.days)}  # fmt: skip
     per_key: dict[tuple[str, str], list[int]] = {}
     for row in rows:

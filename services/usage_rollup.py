@@ -11,9 +11,10 @@ counts nothing twice.
 
 What counts where:
 - a ledger row (a successful, charged invocation) counts one call, its credits and its free
-  call on the UTC day of its ``created_at``, under its key and source ``api``; a ledger row
-  without a key was charged on the site (a workflow a member started there: it belongs to
-  the account, not to a key) and counts under key '' and source ``web``;
+  call on the UTC day of its ``created_at``, under its key and its source (``api``, or
+  ``mcp`` for a call of the MCP endpoint); a ledger row without a key was charged on the
+  site (a workflow a member started there: it belongs to the account, not to a key) and
+  counts under key '' and source ``web``;
 - a succeeded web run of an account (``runs.source`` web, ``account_id`` set, not a workflow
   step: those are charged, so their ledger rows count them) counts one call, no credits,
   under key '' and source ``web``, on the UTC day of its ``created_at``.
@@ -33,7 +34,7 @@ from sqlalchemy.orm import Session
 from models import Run, UsageDaily
 
 WEB_KEY = ""  # ``api_key_id`` of what was used on the site
-SOURCES = ("api", "web")
+SOURCES = ("api", "mcp", "web")
 
 # The rollup's key: (account_id, day, api_key_id, source); its figures: calls, credits,
 # free calls.
@@ -41,7 +42,7 @@ Key = tuple[int, date, str, str]
 
 _TABLE = UsageDaily.__table__
 # What the recorder's inserts hand back (RETURNING) for the rows they inserted.
-LEDGER_RETURNING = ("account_id", "api_key_id", "created_at", "credits", "free_call")
+LEDGER_RETURNING = ("account_id", "api_key_id", "created_at", "credits", "free_call", "source")
 RUN_RETURNING = ("account_id", "created_at", "source", "status", "workflow_run_id")
 
 
@@ -52,8 +53,11 @@ def utc_day(moment: datetime) -> date:
     return moment.date()
 
 
-def ledger_source(api_key_id: str | None) -> str:
-    return "api" if api_key_id else "web"
+def ledger_source(row: dict) -> str:
+    """A ledger row's source (rows written before it had one: from their key)."""
+    if not row.get("api_key_id"):
+        return "web"
+    return row.get("source") or "api"
 
 
 def counts_as_web_run(run: dict) -> bool:
@@ -73,7 +77,7 @@ def tally(ledger: Iterable[dict] = (), web_runs: Iterable[dict] = ()) -> dict[Ke
     for row in ledger:
         key_id = row.get("api_key_id")
         key = (row["account_id"], utc_day(row["created_at"]), key_id or WEB_KEY,
-               ledger_source(key_id))  # fmt: skip
+               ledger_source(row))  # fmt: skip
         figures = totals.setdefault(key, [0, 0, 0])
         figures[0] += 1
         figures[1] += int(row["credits"])
@@ -153,7 +157,7 @@ def pg_rollup_sql(ledger_cte: str | None, runs_cte: str | None) -> str:
         parts.append(
             "SELECT account_id, (created_at AT TIME ZONE 'UTC')::date AS day,"
             " COALESCE(api_key_id, '') AS api_key_id,"
-            " CASE WHEN api_key_id IS NULL THEN 'web' ELSE 'api' END AS source,"
+            " CASE WHEN api_key_id IS NULL THEN 'web' ELSE source END AS source,"
             " 1 AS calls, credits, CASE WHEN free_call THEN 1 ELSE 0 END AS free_calls"
             f" FROM {ledger_cte}"
         )

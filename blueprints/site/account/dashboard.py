@@ -17,7 +17,7 @@ from services import usage_dashboard
 from services.plans import get_plan
 from services.usage_dashboard import SOURCE_NAMES, History
 
-_IN_PROSE = {"api": "API", "web": "web"}
+_IN_PROSE = {"api": "API", "mcp": "MCP", "web": "web"}
 # The chart's drawing box (the SVG scales to the page's width).
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 32, 16, 38
@@ -82,7 +82,7 @@ def chart(found: History) -> Chart:
     """The bars of ``found``'s days, each source stacked on the API's, with their axes; every
     bar carries its day, source and figure (those of the table beneath)."""
     metric = found.filters.metric
-    sources = found.filters.sources
+    sources = tuple(found.days[0].by_source) if found.days else found.filters.sources
     top, step = _scale_top(max(found.peak, 1))
     plot_width = WIDTH - LEFT - RIGHT
     plot_height = HEIGHT - TOP - BOTTOM

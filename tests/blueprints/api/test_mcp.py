@@ -13,10 +13,11 @@ import requests
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from extensions import db
-from models import Run
+from models import Run, UsageDaily, UsageEvent
 from services import clock, keys, quota
 from services.recorder import recorder
 from tests.helpers import auth, needs_pg, needs_redis
@@ -179,6 +180,10 @@ async def test_run_tool_answers_the_output_counted_once_as_an_mcp_run(app, serve
         recorder().flush()
         run = db.session.get(Run, run_id)
         assert (run.source, run.status, run.tool_slug) == ("mcp", "succeeded", "word-counter")
+        ledger = db.session.scalars(select(UsageEvent).where(UsageEvent.run_id == run_id)).one()
+        assert (ledger.source, ledger.credits) == ("mcp", run.credits)
+        daily = db.session.scalars(select(UsageDaily)).all()
+        assert [(row.source, row.calls) for row in daily] == [("mcp", 1)]
     again = await call(server, raw, "get_run", {"run_id": run_id})
     assert again.structured_content["status"] == "succeeded"
     assert again.structured_content["output"]["words"] == 13
