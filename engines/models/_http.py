@@ -1,7 +1,8 @@
 """The HTTP under the provider adapter: the pooled session, bearer auth, bounded reads, errors.
 
-``engines.models.providers`` sends every call through ``session()`` and reads answers with
-``read_limited``; an attempt that another may fix raises ``Retryable``.
+The adapter (``engines.models.providers``: ``provider_transport`` and the operations) sends
+every call through ``session()`` and reads answers with ``read_limited``; an attempt that
+another may fix raises ``Retryable``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from catalogue import Tool, load_catalogue
 from engines import base
 from engines.base import ModelUnfit
-from engines.models import breaker, llm, local_llm, providers
+from engines.models import breaker, llm, local_llm, provider_transport, providers
 from extensions import db
 from services import accounts, keys, runs
 from tests.fakes import FakeOpenAI
@@ -146,7 +146,7 @@ def test_the_output_schema_fits_the_format(slug):
 
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch):
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     breaker.reset_breakers()
     yield
     breaker.reset_breakers()

@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from catalogue import Tool, load_catalogue
-from engines.models import breaker, imagegen, llm, providers, vision
+from engines.models import breaker, imagegen, llm, provider_transport, vision
 from extensions import db
 from services import accounts, keys
 from tests.catalogue.test_model_tools import near_duplicates
@@ -126,7 +126,7 @@ def test_a_vision_tools_example_images_are_tiny_data_uris(slug):
 
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch):
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     breaker.reset_breakers()
     yield
     breaker.reset_breakers()

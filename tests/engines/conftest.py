@@ -8,7 +8,7 @@ from app import engine_settings
 from catalogue import load_catalogue
 from config import Config
 from engines import run_tool
-from engines.models import breaker, providers
+from engines.models import breaker, provider_transport, providers
 from tests.fakes import FakeOpenAI
 
 
@@ -39,7 +39,7 @@ def app_settings():
 @pytest.fixture
 def no_provider_waits(monkeypatch):
     """Retries without their back-off pauses, and every circuit breaker closed."""
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     breaker.reset_breakers()
     yield
     breaker.reset_breakers()

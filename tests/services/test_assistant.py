@@ -9,7 +9,7 @@ import requests
 from flask_migrate import upgrade
 
 from app import create_app
-from engines.models import providers
+from engines.models import provider_transport
 from engines.text import embedder
 from services.assistant import answers, current_index, documents, retriever
 from services.assistant.documents import Document
@@ -26,7 +26,7 @@ def fake():
 @pytest.fixture
 def ai_app(_schema, fake, monkeypatch):
     """The app with the fake provider configured (retries are not slept)."""
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     app = create_app(app_config(AI_BASE_URL=fake.base_url, AI_MODEL_CHAT="chat-model"))
     if not HAVE_PG:
         with app.app_context():

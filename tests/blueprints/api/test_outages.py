@@ -16,7 +16,7 @@ import redis
 import jobs.runs
 from app import create_app
 from catalogue import load_catalogue
-from engines.models import breaker, local_llm, providers
+from engines.models import breaker, local_llm, provider_transport
 from extensions import db
 from models import Run
 from services import clock, quota
@@ -278,7 +278,7 @@ def provider_app(embedded_app, monkeypatch):
     """The embedded app whose only text model is the fake provider, failing fast, with the
     provider's circuit breaker on a clock the test moves."""
     monkeypatch.setattr(local_llm, "unavailable_reason", lambda: "not in this test")
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     embedded_app.config["AI_TIMEOUT_SECONDS"] = 1.0
     return embedded_app
 
@@ -318,7 +318,7 @@ def test_provider_gone_mid_run_is_503_then_runs_succeed_when_it_is_back(
                 gone.set()
                 fake.__exit__(None, None, None)
 
-        monkeypatch.setattr(providers, "_sleep", provider_goes_away)
+        monkeypatch.setattr(provider_transport, "_sleep", provider_goes_away)
         fake.hang_next(1, 30)  # the first attempt times out, then the provider is gone
         queued = client.post(DISPATCH, headers={**auth(raw), "Prefer": "respond-async"}, json=CODE)
         record = _until_ended(client, raw, queued.headers["Location"])

@@ -89,9 +89,9 @@ def fake():
 @pytest.fixture
 def provider_client(fake, tmp_path, monkeypatch):
     """The embedded default with the fake server as its model provider."""
-    from engines.models import breaker, providers
+    from engines.models import breaker, provider_transport
 
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     breaker.reset_breakers()
     app = create_app(
         app_config(

@@ -10,7 +10,7 @@ from catalogue import load_catalogue
 from config import Config
 from engines import base
 from engines.base import EngineError, ModelUnfit, ProviderUnavailable
-from engines.models import breaker, chain, checks, llm, local_llm, providers
+from engines.models import breaker, chain, checks, llm, local_llm, provider_transport, providers
 from tests.fakes import FakeOpenAI
 
 PARAMS = {
@@ -35,7 +35,7 @@ def make_app(base_url=None, **overrides):
 
 @pytest.fixture(autouse=True)
 def no_waiting(monkeypatch):
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     breaker.reset_breakers()
     yield
     breaker.reset_breakers()

@@ -10,14 +10,14 @@ from config import Config
 from engines import get_engine
 from engines.base import EngineError, ModelUnfit, ProviderUnavailable
 from engines.blob import Blob
-from engines.models import breaker, productions, providers
+from engines.models import breaker, productions, provider_transport, providers
 from tests.engines.fixtures import epub_document, solid_image, wav_seconds
 from tests.fakes import FakeOpenAI
 
 
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch):
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from flask import Flask
 from config import Config
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
-from engines.models import breaker, providers
+from engines.models import breaker, provider_capabilities, provider_transport, providers
 from engines.models.breaker import CircuitBreaker
 from tests.fakes import FakeOpenAI, openai_server
 
@@ -58,7 +58,7 @@ def ai_app(fake):
 def delays(monkeypatch):
     """Backoff and Retry-After waits are recorded instead of slept."""
     slept = []
-    monkeypatch.setattr(providers, "_sleep", slept.append)
+    monkeypatch.setattr(provider_transport, "_sleep", slept.append)
     breaker.reset_breakers()
     yield slept
     breaker.reset_breakers()
@@ -142,7 +142,7 @@ def test_image_url_answers_are_downloaded_without_our_credentials(ai_app, fake):
 
 def test_an_image_download_over_the_size_limit_is_refused(ai_app, fake, monkeypatch):
     fake.image_answer = "url"
-    monkeypatch.setattr(providers, "MAX_DOWNLOAD_BYTES", 50)
+    monkeypatch.setattr(provider_capabilities, "MAX_DOWNLOAD_BYTES", 50)
 
     with pytest.raises(ProviderUnavailable, match="over 50 bytes"):
         providers.generate_images("A red kite", n=1, size="64x64")
@@ -438,7 +438,7 @@ def test_prompts_and_keys_stay_out_of_the_logs(ai_app, fake, logs):
 
 
 def test_streamed_gives_each_piece_as_it_comes_and_answers_the_whole(ai_app, fake, monkeypatch):
-    monkeypatch.setattr(providers, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
     fake.reply("One two three.")
     fake.fail_next(1, status=503)  # before the first piece: asked again, as every call is
     pieces = []
