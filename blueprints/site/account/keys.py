@@ -32,7 +32,7 @@ from blueprints.site.routes import bp
 from extensions import db
 from jobs.webhooks import schedule
 from models import DELIVERY_STATES, ApiKey, User, WebhookDelivery
-from services import clock, keys, webhooks
+from services import clock, keys, urls, webhooks
 from services.webhooks import PREVIOUS_SECRET_HOURS, WebhookRefused
 
 LIST_PATH = "/account/api-keys/"
@@ -445,6 +445,7 @@ def _key_page(
         values=values or {},
         shown=shown,
         form_id=_new_form_id(),
+        mcp_url=urls.absolute("/v1/mcp"),
     )
     return _no_store(rendered, status)
 

@@ -616,3 +616,30 @@ def test_a_stale_login_is_asked_for_the_password_again(console, sign_in, method,
     key = db.session.get(ApiKey, key.id)
     assert key.revoked_at is None and key.expires_at is None
     assert keys.count_working(signed.account.id) == 1
+
+
+# --- the key's MCP selection ----------------------------------------------------------------
+
+
+def test_a_keys_mcp_tools_are_set_checked_and_cleared_on_its_page(app, client, console, sign_in):
+    sign_in()
+    key, raw = console.create_key()
+    page = _text(console.get(f"/account/api-keys/{key.id}/"))
+    assert 'id="mcp-title"' in page and "/v1/mcp</code>" in page
+    assert "the default tools" in page
+    path = f"/account/api-keys/{key.id}/mcp"
+    saved = console.post(path, {"tools": " word-counter,  url-slug-generator , get_run"})
+    assert saved.status_code == 303
+    db.session.expire_all()
+    assert db.session.get(ApiKey, key.id).mcp_tools == "word-counter,url-slug-generator,get_run"
+    shown = _text(console.get(f"/account/api-keys/{key.id}/"))
+    assert "<code>url-slug-generator</code>" in shown
+    refused = console.post(path, {"tools": "word-counter, no-such-tool"})
+    assert refused.status_code == 422 and "no-such-tool" in _text(refused)
+    assert 'aria-invalid="true"' in _text(refused)
+    db.session.expire_all()
+    assert db.session.get(ApiKey, key.id).mcp_tools == "word-counter,url-slug-generator,get_run"
+    assert console.post(path, {"tools": ""}).status_code == 303
+    db.session.expire_all()
+    assert db.session.get(ApiKey, key.id).mcp_tools is None
+    assert console.post(path, {"tools": "word-counter"}, csrf=False).status_code == 400
