@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Iterator
 
-from flask import Blueprint, current_app, request, stream_with_context
+from flask import Blueprint, current_app, g, request, stream_with_context
 from flask import Response as FlaskResponse
 
 from blueprints.api import OUTAGES
@@ -58,6 +58,8 @@ OUTAGE_RETRY_AFTER = 5
 def endpoint():
     try:
         message = _read()
+        if message.method != "tools/call":
+            g.limit_pending = False  # free: only a tool call spends a per-minute request
         if not message.is_request:
             return FlaskResponse(status=202)  # a notification (initialized, cancelled)
         return _answer(message)
@@ -131,6 +133,7 @@ def _answer(message: Message):
     method, params = message.method, message.params
     try:
         if method == "initialize":
+            _toolset()  # a selection naming what is not a tool is refused at once
             requested = params.get("protocolVersion")
             result = {
                 "protocolVersion": protocol.negotiated(requested),

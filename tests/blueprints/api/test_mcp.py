@@ -244,6 +244,24 @@ async def test_a_call_of_a_tool_the_server_does_not_list_is_a_protocol_error(ser
     assert mcp_error(refused.value).error.code == -32602
 
 
+async def test_only_tool_calls_spend_the_per_minute_limit(server, make_key):
+    raw = make_key("pro", per_minute_override=3)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {**auth(raw), "Accept": "application/json, text/event-stream"}
+    for _ in range(4):
+        assert requests.post(server, headers=headers, json=ping, timeout=10).status_code == 200
+    http, client = connect(server, raw)
+    async with http, client:
+        for _ in range(4):
+            await client.list_tools()
+        for _ in range(3):
+            found = await client.call_tool("describe_tool", {"slug": "word-counter"})
+            assert not found.is_error
+        limited = await client.call_tool("describe_tool", {"slug": "word-counter"})
+    assert limited.is_error and text_of(limited).startswith("rate_limited (429)")
+    assert "retry_after: " in text_of(limited)
+
+
 # --- selected tools -----------------------------------------------------------------------
 
 
