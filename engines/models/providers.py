@@ -9,12 +9,12 @@ servers need none), one model per capability (``AI_MODEL_CHAT``, ``AI_MODEL_IMAG
 
 Every call has connect and read timeouts, is retried (at most ``MAX_ATTEMPTS`` attempts, with
 exponential backoff and jitter) on connection errors, timeouts, 408, 429 and 5xx, honouring
-``Retry-After`` up to ``MAX_RETRY_AFTER`` seconds, and goes through a circuit breaker per base
-URL (``engines.models.breaker``; the HTTP session and the reading of answers are in
-``engines.models._http``). Failures surface as the two engine errors: ``EngineError`` when
-the provider refuses the input (400, 413, 422: its message is passed on),
-``ProviderUnavailable`` for everything else. The API key is never logged nor put in a
-message, and prompts are never logged above DEBUG.
+``Retry-After`` up to ``MAX_RETRY_AFTER`` seconds (both in ``provider_transport``), and goes
+through a circuit breaker per base URL (``engines.models.breaker``; the HTTP session and the
+reading of answers are in ``engines.models._http``). Failures surface as the two engine
+errors: ``EngineError`` when the provider refuses the input (400, 413, 422: its message is
+passed on), ``ProviderUnavailable`` for everything else. The API key is never logged nor
+put in a message, and prompts are never logged above DEBUG.
 
 This module is the adapter's face: ``Provider`` and its operations as module functions on
 the provider the settings name. Its parts, one concern each: ``provider_settings`` (where

@@ -1,5 +1,5 @@
 """Callers waiting for queued runs (``Prefer: wait``): woken by one subscription per process,
-holding no Redis connection while they wait (services/queue.py ``Waiters``)."""
+holding no Redis connection while they wait (services/queue/waiters.py ``Waiters``)."""
 
 import threading
 import time
