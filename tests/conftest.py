@@ -1,4 +1,5 @@
-"""Fixtures: the app on PostgreSQL and Redis (required in CI), the embedded default, keys."""
+"""Fixtures: the app on PostgreSQL and Redis (required in CI) and its settings, the embedded
+default, keys, the fake model provider, workers and gunicorn."""
 
 import itertools
 import subprocess
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 from flask_migrate import upgrade
 
 from app import create_app
+from engines.models import breaker
 from extensions import db
 from services import accounts, keys
 from tests.fakes import FakeOpenAI
@@ -49,9 +51,21 @@ def _schema():
 
 
 @pytest.fixture
-def app(_schema):
-    """The app on PostgreSQL and Redis (SQLite and memory where they are missing locally)."""
-    app = create_app(app_config())
+def app_settings():
+    """Settings of ``app`` over ``app_config()``'s: none here. A module whose app differs only
+    in its settings overrides this fixture (which may take others, such as ``tmp_path``,
+    ``fake_provider`` or ``redis_server``), not ``app``; ``client``, ``runner``, ``make_key``
+    and ``mailbox`` follow (the processes of ``rq_worker`` and ``live_server`` read the
+    environment instead). Redefine ``app`` only for another kind of app (another database,
+    no Redis), and say why in its docstring."""
+    return {}
+
+
+@pytest.fixture
+def app(_schema, app_settings):
+    """The app on PostgreSQL and Redis (SQLite and memory where they are missing locally),
+    with ``app_settings``."""
+    app = create_app(app_config(**app_settings))
     if not HAVE_PG:
         with app.app_context():
             upgrade()
@@ -130,13 +144,54 @@ def make_key(app):
     return make
 
 
+# --- the fake model provider ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def fake_provider():
+    """The fake OpenAI-compatible model provider (tests/fakes/openai_server.py): one server
+    for the test process, started when a test first needs it, and new to every test that
+    uses it, itself or through a fixture of any scope (``_fresh_fake_provider``). Point an
+    app at it with ``AI_BASE_URL=fake_provider.base_url`` among its settings (``app_settings``,
+    ``embedded_app_at``, ``app_config``), worker processes with ``provider_in_env``; make it
+    demand a key or know only some models with ``fake_provider_settings``."""
+    with FakeOpenAI() as server:
+        yield server
+
+
 @pytest.fixture
-def provider_in_env(monkeypatch):
-    """The fake model provider, named in the environment that the test app (ask for this
-    fixture before ``app``) and the worker processes it starts read."""
-    with FakeOpenAI() as fake:
-        monkeypatch.setenv("AI_BASE_URL", fake.base_url)
-        yield fake
+def fake_provider_settings():
+    """Attributes of ``fake_provider`` for each test, set after its reset: none here. A module
+    overrides this (``{"api_key": "sk-test"}``, ``{"models": {...}}``, ``{"stream_pieces":
+    20, "stream_seconds": 3.0}``); a test may also set them itself, and they do not outlive it."""
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fake_provider(request):
+    """``fake_provider`` reset before a test that uses it (then given its
+    ``fake_provider_settings``) and after: its requests, scripted answers and failures are the
+    test's own, and the calls a test left held are let go. The process's circuit breakers are
+    forgotten too: they are kept per base URL, and every test's provider has the same one (a
+    test's failures would otherwise leave the next one's breaker open)."""
+    if "fake_provider" not in request.fixturenames:
+        yield
+        return
+    fake = request.getfixturevalue("fake_provider")
+    fake.reset(**request.getfixturevalue("fake_provider_settings"))
+    breaker.reset_breakers()
+    yield
+    fake.reset()
+    breaker.reset_breakers()
+
+
+@pytest.fixture
+def provider_in_env(fake_provider, monkeypatch):
+    """``fake_provider``, named in the environment (``AI_BASE_URL``) that the test app (ask
+    for this fixture before ``app``) and the worker processes it starts (``deployment_env``,
+    ``rq_worker``, ``live_server``) read."""
+    monkeypatch.setenv("AI_BASE_URL", fake_provider.base_url)
+    return fake_provider
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """What tests share besides fixtures: the test databases and whether they are reachable
 (required in CI), the app's test settings, an API key's headers, the embedded default at a
-path, emptying the tables, and starting and stopping the Procfile's processes. Tests import
-these from here; ``tests/conftest.py`` holds the fixtures, built on them."""
+path, a bare app for the engines, emptying the tables, and starting and stopping the
+Procfile's processes. Tests import these from here; the root ``conftest.py`` holds the
+fixtures, built on them."""
 
 import contextlib
 import json
@@ -16,9 +17,11 @@ from pathlib import Path
 import pytest
 import redis
 import sqlalchemy as sa
+from flask import Flask
 from flask_migrate import upgrade
 
 from app import create_app
+from config import Config
 from extensions import db
 from services import clock, keys
 
@@ -135,6 +138,16 @@ def embedded_app_at(path, **settings):
         keys.forget()
         with app.app_context():
             db.engine.dispose()
+
+
+def bare_app(base_url: str | None = None, **settings) -> Flask:
+    """A bare Flask app with ``config.Config``'s settings whose model provider is ``base_url``
+    (None: none), with a 2 s provider timeout and then ``settings``: the engines' tests run
+    in its app context (tests/engines/conftest.py has the engines read its settings)."""
+    app = Flask(__name__)
+    app.config.from_object(Config)
+    app.config.update({"AI_BASE_URL": base_url, "AI_TIMEOUT_SECONDS": 2.0, **settings})
+    return app
 
 
 def clean(app):

@@ -12,7 +12,6 @@ from flask_migrate import upgrade
 from app import create_app
 from extensions import db
 from models import ApiKey, Run
-from tests.fakes import FakeOpenAI
 from tests.fakes.postgres_server import PrivatePostgres
 from tests.fakes.webhook_receiver import Receiver
 from tests.helpers import (
@@ -43,7 +42,8 @@ def private_pg():
 @pytest.fixture
 def app(private_pg):
     """The app on the private server (migrated) and the test Redis (the fixtures that take
-    ``app``, ``client`` and ``make_key``, use it in this module)."""
+    ``app``, ``client`` and ``make_key``, use it in this module). Redefined rather than given
+    ``app_settings``: another database, which conftest's ``_schema`` does not migrate."""
     app = create_app(app_config(SQLALCHEMY_DATABASE_URI=private_pg.url))
     with app.app_context():
         upgrade()
@@ -52,19 +52,13 @@ def app(private_pg):
 
 
 @pytest.fixture
-def provider():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def worker(private_pg, provider, tmp_path):
+def worker(private_pg, fake_provider, tmp_path):
     """The Procfile's workers on the private server (``worker``, and ``worker-io``, which
     delivers the webhooks); stopped at the end. Yields the compute worker."""
     env = {
         **deployment_env(),
         "DATABASE_URL": private_pg.url,
-        "AI_BASE_URL": provider.base_url,
+        "AI_BASE_URL": fake_provider.base_url,
         "FETCH_ALLOW_PRIVATE": "1",
         "SWEEP_INTERVAL_SECONDS": "0.5",
     }

@@ -18,7 +18,6 @@ from rq.registry import StartedJobRegistry
 from extensions import db
 from models import ApiKey, Run
 from services import clock, quota
-from tests.fakes import FakeOpenAI
 from tests.fakes.webhook_receiver import Receiver
 from tests.helpers import auth, deployment_env, needs_pg, needs_redis, start_worker, stop_worker
 
@@ -34,13 +33,7 @@ FAST_SWEEP = {
 
 
 @pytest.fixture
-def provider():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def workers(provider, tmp_path):
+def workers(fake_provider, tmp_path):
     """Start ``flask --app app worker`` processes (and, with the first, one ``worker-io``, which
     delivers the webhooks) on the test database and Redis; every one
     still alive is stopped at the end. Their logs go to ``tmp_path``."""
@@ -49,7 +42,7 @@ def workers(provider, tmp_path):
     def start(**settings: str) -> subprocess.Popen:
         env = {
             **deployment_env(),
-            "AI_BASE_URL": provider.base_url,
+            "AI_BASE_URL": fake_provider.base_url,
             "FETCH_ALLOW_PRIVATE": "1",
             **settings,
         }
@@ -80,14 +73,14 @@ def _run(run_id: str) -> Run:
     return db.session.get(Run, run_id, populate_existing=True)
 
 
-def _start_hanging_run(client, provider, make_key, receiver=None) -> tuple[str, str]:
+def _start_hanging_run(client, fake_provider, make_key, receiver=None) -> tuple[str, str]:
     """A queued run whose provider call hangs: returns the raw key and the run id once the
     worker is inside the call."""
     raw = make_key("pro", daily_override=5)
     if receiver is not None:
         db.session.scalar(db.select(ApiKey)).webhook_url = receiver.url
         db.session.commit()
-    provider.hang_next(1, 60)
+    fake_provider.hang_next(1, 60)
     response = client.post(
         "/v1/tools/run",
         headers={**auth(raw), "Prefer": "respond-async"},
@@ -96,7 +89,7 @@ def _start_hanging_run(client, provider, make_key, receiver=None) -> tuple[str, 
     assert response.status_code == 202, response.get_json()
     run_id = response.get_json()["run_id"]
     _until(lambda: _run(run_id).status == "running", 30, "no worker started the run")
-    _until(lambda: provider.calls("/v1/chat/completions"), 10, "the provider was not called")
+    _until(lambda: fake_provider.calls("/v1/chat/completions"), 10, "the provider was not called")
     return raw, run_id
 
 
@@ -114,11 +107,13 @@ def _kill(worker: subprocess.Popen) -> None:
     worker.wait(timeout=10)
 
 
-def test_a_worker_killed_mid_run_is_swept_by_the_next_worker(client, make_key, provider, workers):
+def test_a_worker_killed_mid_run_is_swept_by_the_next_worker(
+    client, make_key, fake_provider, workers
+):
     receiver = Receiver()
     try:
         first = workers(**FAST_SWEEP)
-        raw, run_id = _start_hanging_run(client, provider, make_key, receiver)
+        raw, run_id = _start_hanging_run(client, fake_provider, make_key, receiver)
         key_id = _run(run_id).api_key_id
         assert _calls_today(key_id) == 1
         _kill(first)
@@ -157,12 +152,12 @@ def test_a_worker_killed_mid_run_is_swept_by_the_next_worker(client, make_key, p
 
 
 def test_rq_abandoned_job_cleanup_fails_the_run_through_its_callback(
-    client, make_key, provider, workers
+    client, make_key, fake_provider, workers
 ):
     """Without any sweep, RQ's StartedJobRegistry cleanup (run by every worker's
     maintenance) calls the job's failure callback for a job whose worker died."""
     worker = workers(SWEEP_INTERVAL_SECONDS="0")
-    raw, run_id = _start_hanging_run(client, provider, make_key)
+    raw, run_id = _start_hanging_run(client, fake_provider, make_key)
     key_id = _run(run_id).api_key_id
     _kill(worker)
 

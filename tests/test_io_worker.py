@@ -23,12 +23,7 @@ FAST_SWEEP = {"SWEEP_INTERVAL_SECONDS": "0.5", "SWEEP_GRACE_SECONDS": "1", "JOB_
 
 
 @pytest.fixture
-def provider(provider_in_env):
-    return provider_in_env
-
-
-@pytest.fixture
-def workers(provider, tmp_path):
+def workers(provider_in_env, tmp_path):
     """``start(kind, **settings)`` starts one of the Procfile's workers; all are stopped at
     the end (their logs in ``tmp_path``)."""
     started = []
@@ -87,7 +82,7 @@ def _ended(ids: list[str]) -> bool:
     return all(status in ("succeeded", "failed", "canceled") for status in _statuses(ids))
 
 
-def test_runs_go_to_the_queue_their_engine_calls_for(provider, app):
+def test_runs_go_to_the_queue_their_engine_calls_for(provider_in_env, app):
     catalogue = load_catalogue()
     with app.app_context():
         assert runs.queue_for(catalogue.get(TOOL)) == IO_QUEUE
@@ -109,19 +104,21 @@ def test_without_a_provider_the_embedded_model_computes_on_the_compute_queue(app
         assert runs.queue_for(load_catalogue().get(TOOL)) == DEFAULT_QUEUE
 
 
-def test_one_worker_process_holds_many_provider_runs_in_flight(provider, client, make_key, workers):
-    provider.latency = 3.0
+def test_one_worker_process_holds_many_provider_runs_in_flight(
+    provider_in_env, client, make_key, workers
+):
+    provider_in_env.latency = 3.0
     workers("worker-io")
     raw = make_key("agency")
     ids = _submit(client, raw, 60)
     _until(lambda: _ended(ids), 120, "the runs did not end")
     assert set(_statuses(ids)) == {"succeeded"}, _errors(ids)
     # Sixty calls of 3 s each, from one process: most of them were waiting at once.
-    assert provider.peak_in_flight >= 50, provider.peak_in_flight
+    assert provider_in_env.peak_in_flight >= 50, provider_in_env.peak_in_flight
 
 
-def test_a_compute_job_does_not_hold_up_provider_runs(provider, client, make_key, workers):
-    provider.latency = 0.5
+def test_a_compute_job_does_not_hold_up_provider_runs(provider_in_env, client, make_key, workers):
+    provider_in_env.latency = 0.5
     workers("worker")
     workers("worker-io")
     connection = client.application.extensions["redis"]
@@ -138,10 +135,10 @@ def test_a_compute_job_does_not_hold_up_provider_runs(provider, client, make_key
 
 
 def test_a_provider_that_hangs_is_cut_off_at_the_runs_timeout(
-    provider, client, make_key, workers, monkeypatch
+    provider_in_env, client, make_key, workers, monkeypatch
 ):
     monkeypatch.setattr("jobs.runs.RUN_TIMEOUT", 3)
-    provider.hang_next(1, 60)
+    provider_in_env.hang_next(1, 60)
     workers("worker-io")
     raw = make_key("pro", daily_override=5)
     [run_id] = _submit(client, raw, 1)
@@ -158,12 +155,16 @@ def test_a_provider_that_hangs_is_cut_off_at_the_runs_timeout(
     assert quota.store().usage(key_id, clock.now()).calls == 0  # its call given back
 
 
-def test_a_run_canceled_while_its_provider_call_is_in_flight(provider, client, make_key, workers):
-    provider.hang_next(1, 5)
+def test_a_run_canceled_while_its_provider_call_is_in_flight(
+    provider_in_env, client, make_key, workers
+):
+    provider_in_env.hang_next(1, 5)
     workers("worker-io")
     raw = make_key("pro", daily_override=5)
     [run_id] = _submit(client, raw, 1)
-    _until(lambda: provider.calls("/v1/chat/completions"), 60, "the provider was never called")
+    _until(
+        lambda: provider_in_env.calls("/v1/chat/completions"), 60, "the provider was never called"
+    )
     canceled = client.post(f"/v1/tools/run/{run_id}/cancel", headers=auth(raw))
     assert canceled.status_code == 200, canceled.get_json()
     # The call's late answer is refused (the run has ended); the worker goes on working.
@@ -173,16 +174,18 @@ def test_a_run_canceled_while_its_provider_call_is_in_flight(provider, client, m
     assert _statuses([run_id, later]) == ["canceled", "succeeded"]
 
 
-def test_a_killed_io_worker_leaves_no_run_behind(provider, client, make_key, workers):
-    provider.latency = 120.0  # the calls are still in flight when the worker dies
+def test_a_killed_io_worker_leaves_no_run_behind(provider_in_env, client, make_key, workers):
+    provider_in_env.latency = 120.0  # the calls are still in flight when the worker dies
     first = workers("worker-io", **FAST_SWEEP)
     raw = make_key("agency")
     ids = _submit(client, raw, 100)
     key_id = db.session.get(Run, ids[0]).api_key_id
-    _until(lambda: provider.in_flight >= 100, 60, "the worker did not hold every call at once")
+    _until(
+        lambda: provider_in_env.in_flight >= 100, 60, "the worker did not hold every call at once"
+    )
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
-    provider.latency = 0.0
+    provider_in_env.latency = 0.0
     workers("worker-io", **FAST_SWEEP)
     _until(lambda: _ended(ids), 120, "runs were left queued or running")
     assert set(_statuses(ids)) == {"failed"}

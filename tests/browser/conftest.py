@@ -10,7 +10,7 @@ its own cookies and a user agent of its own, so a new device with its own five f
 which watches every page it opens for console errors, uncaught exceptions and CSP violations.
 
 Without chromium (``SVC_CHROMIUM`` names another binary) or Playwright the tests skip;
-with ``CI=true`` the session refuses to start instead, as tests/conftest.py does for
+with ``CI=true`` the session refuses to start instead, as tests/helpers.py does for
 PostgreSQL and Redis. ``SITE_SCREENSHOTS=<folder>`` adds screenshots of every page
 (test_pages.py).
 """

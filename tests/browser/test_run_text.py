@@ -16,7 +16,6 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import open_visitor, served_site, sign_up
-from tests.fakes import FakeOpenAI
 
 TOOL = "/tools/toast-speech-writer/"
 STORIES = "We met at school and he once sailed a bathtub across the lake."
@@ -42,16 +41,17 @@ new MutationObserver(() => {
 """
 
 
-@pytest.fixture(scope="module")
-def writer():
-    with FakeOpenAI() as fake:
-        fake.stream_pieces, fake.stream_seconds = 20, 3.0
-        yield fake
+@pytest.fixture
+def fake_provider_settings():
+    """``fake_provider`` streams an answer as a model writes it: 20 pieces over 3 s."""
+    return {"stream_pieces": 20, "stream_seconds": 3.0}
 
 
 @pytest.fixture(scope="module")
-def writing_site(tmp_path_factory, writer):
-    with served_site(tmp_path_factory.mktemp("writing"), AI_BASE_URL=writer.base_url) as served:
+def writing_site(tmp_path_factory, fake_provider):
+    with served_site(
+        tmp_path_factory.mktemp("writing"), AI_BASE_URL=fake_provider.base_url
+    ) as served:
         yield served
 
 
@@ -66,9 +66,9 @@ def member(browser, writing_site, request):
     visitor.close()
 
 
-def _start(member, writer, script: str | None = None) -> None:
+def _start(member, fake_provider, script: str | None = None) -> None:
     """Run the tool from its page (``script`` run in the page first) and land on the run's."""
-    writer.reply(SPEECH)
+    fake_provider.reply(SPEECH)
     member.goto(TOOL)
     if script:
         member.page.evaluate(script)  # the document stays: htmx follows the run to its page
@@ -78,9 +78,9 @@ def _start(member, writer, script: str | None = None) -> None:
 
 
 @pytest.mark.parametrize("member", [{}], indirect=True)
-def test_the_text_grows_as_it_is_written_then_the_result_takes_its_place(member, writer):
+def test_the_text_grows_as_it_is_written_then_the_result_takes_its_place(member, fake_provider):
     page = member.page
-    _start(member, writer, _RECORD_TEXT)
+    _start(member, fake_provider, _RECORD_TEXT)
 
     growing = page.locator("#run-text")
     expect(growing).to_be_visible(timeout=10_000)
@@ -105,9 +105,9 @@ def test_the_text_grows_as_it_is_written_then_the_result_takes_its_place(member,
 
 
 @pytest.mark.parametrize("member", [{}], indirect=True)
-def test_cancel_while_it_streams_stops_the_run_and_the_text(member, writer):
+def test_cancel_while_it_streams_stops_the_run_and_the_text(member, fake_provider):
     page = member.page
-    _start(member, writer)
+    _start(member, fake_provider)
     expect(page.locator("#run-text")).to_be_visible(timeout=10_000)
     page.locator("#run-status").get_by_role("button", name="Cancel").click()
 
@@ -117,16 +117,16 @@ def test_cancel_while_it_streams_stops_the_run_and_the_text(member, writer):
 
 
 @pytest.mark.parametrize("member", [{"java_script_enabled": False}], indirect=True)
-def test_without_javascript_the_run_page_refreshes_to_its_result(member, writer):
+def test_without_javascript_the_run_page_refreshes_to_its_result(member, fake_provider):
     page = member.page
-    _start(member, writer)  # the form posts, the answer redirects to the run page
+    _start(member, fake_provider)  # the form posts, the answer redirects to the run page
     assert page.locator("#run-text").get_attribute("hidden") is not None
     expect(page.locator("#run-status .state")).to_have_text("done", timeout=30_000)
     expect(page.locator("#run-status")).to_contain_text("Please raise your glasses")
 
 
 @pytest.mark.parametrize("member", [{}], indirect=True)
-def test_a_workflow_runs_page_shows_each_steps_text_as_it_is_written(member, writer):
+def test_a_workflow_runs_page_shows_each_steps_text_as_it_is_written(member, fake_provider):
     page = member.page
     member.goto("/workflows/product-launch/")
     page.evaluate(_RECORD_TEXT)

@@ -20,7 +20,6 @@ from engines.base import ModelUnfit
 from engines.models import breaker, llm, local_llm, provider_transport, providers
 from extensions import db
 from services import accounts, keys, runs
-from tests.fakes import FakeOpenAI
 from tests.helpers import auth, embedded_app_at
 
 MODEL_TOOLS = sorted(tool.slug for tool in load_catalogue() if tool.engine == "llm.chat")
@@ -152,18 +151,18 @@ def no_backoff(monkeypatch):
     breaker.reset_breakers()
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI(api_key="sk-test") as server:
-        yield server
+@pytest.fixture
+def fake_provider_settings():
+    """``fake_provider`` wants the key the apps here send."""
+    return {"api_key": "sk-test"}
 
 
 @pytest.fixture(scope="module")
-def provider_app(fake, tmp_path_factory):
-    """The embedded default with FakeOpenAI as the model provider."""
+def provider_app(fake_provider, tmp_path_factory):
+    """The embedded default with ``fake_provider`` as the model provider."""
     with embedded_app_at(
         tmp_path_factory.mktemp("provider") / "runs.db",
-        AI_BASE_URL=fake.base_url,
+        AI_BASE_URL=fake_provider.base_url,
         AI_API_KEY="sk-test",
         AI_TIMEOUT_SECONDS=5.0,
     ) as app:
@@ -210,9 +209,9 @@ def assert_valid_output(tool: Tool, output: dict) -> None:
 
 
 @pytest.mark.parametrize("slug", MODEL_TOOLS)
-def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fake, slug):
+def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fake_provider, slug):
     tool = load_catalogue().get(slug)
-    before = len(fake.calls("/v1/chat/completions"))
+    before = len(fake_provider.calls("/v1/chat/completions"))
 
     response = run_example(provider_app, slug)
 
@@ -220,7 +219,7 @@ def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fak
     body = response.get_json()
     assert (body["tool"], body["status"]) == (slug, "succeeded")
     assert_valid_output(tool, body["output"])
-    (call,) = fake.calls("/v1/chat/completions")[before:]
+    (call,) = fake_provider.calls("/v1/chat/completions")[before:]
     assert call.headers["authorization"] == "Bearer sk-test"
     sent = call.json
     assert sent["messages"][0]["content"].startswith(tool.params["system"].strip())
@@ -235,24 +234,28 @@ def test_every_model_tool_runs_through_the_api_on_the_provider(provider_app, fak
 @pytest.mark.parametrize(
     ("slug", "bad_answer"), [("text-rewriter", "  "), ("headline-generator", '{"headlines": []}')]
 )
-def test_a_malformed_provider_answer_is_asked_for_again(provider_app, fake, slug, bad_answer):
+def test_a_malformed_provider_answer_is_asked_for_again(
+    provider_app, fake_provider, slug, bad_answer
+):
     tool = load_catalogue().get(slug)
-    fake.reply(bad_answer)
-    before = len(fake.calls("/v1/chat/completions"))
+    fake_provider.reply(bad_answer)
+    before = len(fake_provider.calls("/v1/chat/completions"))
 
     response = run_example(provider_app, slug)
 
     assert response.status_code == 200, response.get_json()
     assert_valid_output(tool, response.get_json()["output"])
-    repair = fake.calls("/v1/chat/completions")[before:][1].json["messages"]
+    repair = fake_provider.calls("/v1/chat/completions")[before:][1].json["messages"]
     assert [m["role"] for m in repair[-2:]] == ["assistant", "user"]
-    assert len(fake.calls("/v1/chat/completions")) - before == 2
+    assert len(fake_provider.calls("/v1/chat/completions")) - before == 2
 
 
-def test_a_failing_provider_without_the_embedded_model_answers_503(provider_app, fake, monkeypatch):
+def test_a_failing_provider_without_the_embedded_model_answers_503(
+    provider_app, fake_provider, monkeypatch
+):
     monkeypatch.setattr(local_llm, "unavailable_reason", lambda: "the embedded model is missing")
-    fake.fail_next(3, status=500, retry_after="7")
-    before = len(fake.calls("/v1/chat/completions"))
+    fake_provider.fail_next(3, status=500, retry_after="7")
+    before = len(fake_provider.calls("/v1/chat/completions"))
 
     response = run_example(provider_app, "slogan-generator")
 
@@ -262,10 +265,10 @@ def test_a_failing_provider_without_the_embedded_model_answers_503(provider_app,
     assert "No text generation provider could serve" in body["detail"]
     assert "HTTP 500" in body["detail"]
     assert response.headers["Retry-After"] == "7"
-    assert len(fake.calls("/v1/chat/completions")) - before == 3
+    assert len(fake_provider.calls("/v1/chat/completions")) - before == 3
 
 
-def test_the_run_record_names_the_providers_model(provider_app, fake):
+def test_the_run_record_names_the_providers_model(provider_app, fake_provider):
     client = provider_app.test_client()
     raw = pro_key(provider_app)
     example = load_catalogue().get("slogan-generator").examples[0]["input"]
@@ -439,16 +442,16 @@ def test_model_tools_are_best_with_a_provider_when_only_the_embedded_model_serve
 
 
 @needs_local_model
-def test_a_failing_provider_falls_back_to_the_embedded_model(provider_app, fake):
+def test_a_failing_provider_falls_back_to_the_embedded_model(provider_app, fake_provider):
     tool = load_catalogue().get("slogan-generator")
-    fake.fail_next(3, status=500)
-    before = len(fake.calls("/v1/chat/completions"))
+    fake_provider.fail_next(3, status=500)
+    before = len(fake_provider.calls("/v1/chat/completions"))
 
     response = run_example(provider_app, tool.slug, wait=60)
 
     assert response.status_code == 200, response.get_json()
     assert_valid_output(tool, response.get_json()["output"])
-    assert len(fake.calls("/v1/chat/completions")) - before == 3
+    assert len(fake_provider.calls("/v1/chat/completions")) - before == 3
 
 
 @needs_local_model

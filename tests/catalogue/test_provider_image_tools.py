@@ -17,7 +17,6 @@ from engines.models import breaker, imagegen, llm, provider_transport, vision
 from extensions import db
 from services import accounts, keys
 from tests.catalogue.test_model_tools import near_duplicates
-from tests.fakes import FakeOpenAI
 from tests.helpers import auth, embedded_app_at
 
 DISPATCH = "/v1/tools/run"
@@ -132,17 +131,17 @@ def no_backoff(monkeypatch):
     breaker.reset_breakers()
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI(api_key="sk-test") as server:
-        yield server
+@pytest.fixture
+def fake_provider_settings():
+    """``fake_provider`` wants the key the apps here send."""
+    return {"api_key": "sk-test"}
 
 
 @pytest.fixture(scope="module")
-def provider_app(fake, tmp_path_factory):
+def provider_app(fake_provider, tmp_path_factory):
     with embedded_app_at(
         tmp_path_factory.mktemp("images") / "runs.db",
-        AI_BASE_URL=fake.base_url,
+        AI_BASE_URL=fake_provider.base_url,
         AI_API_KEY="sk-test",
         AI_TIMEOUT_SECONDS=5.0,
     ) as app:
@@ -193,14 +192,16 @@ def fetch(app, file: dict) -> bytes:
 
 
 @pytest.mark.parametrize("slug", GENERATORS)
-def test_every_generator_runs_through_the_api_and_makes_png_files(provider_app, fake, slug):
+def test_every_generator_runs_through_the_api_and_makes_png_files(
+    provider_app, fake_provider, slug
+):
     generator = tool(slug)
     inputs = generator.with_defaults(generator.examples[0]["input"])
-    before = len(fake.calls("/v1/images/generations"))
+    before = len(fake_provider.calls("/v1/images/generations"))
 
     output = succeeded(run_example(provider_app, slug), slug)
 
-    (call,) = fake.calls("/v1/images/generations")[before:]
+    (call,) = fake_provider.calls("/v1/images/generations")[before:]
     assert call.headers["authorization"] == "Bearer sk-test"
     assert (call.json["n"], call.json["size"]) == (inputs["count"], output["size"])
     assert call.json["prompt"].startswith(output["prompt"])
@@ -213,14 +214,14 @@ def test_every_generator_runs_through_the_api_and_makes_png_files(provider_app, 
 
 
 @pytest.mark.parametrize("slug", VISION)
-def test_every_vision_tool_runs_through_the_api_with_its_images(provider_app, fake, slug):
+def test_every_vision_tool_runs_through_the_api_with_its_images(provider_app, fake_provider, slug):
     reader = tool(slug)
     example = reader.examples[0]["input"]
-    before = len(fake.calls("/v1/chat/completions"))
+    before = len(fake_provider.calls("/v1/chat/completions"))
 
     output = succeeded(run_example(provider_app, slug, creator_key(provider_app, "pro")), slug)
 
-    (call,) = fake.calls("/v1/chat/completions")[before:]
+    (call,) = fake_provider.calls("/v1/chat/completions")[before:]
     system, user = call.json["messages"]
     assert system["content"].startswith(reader.params["system"].strip())
     images = [part["image_url"] for part in user["content"] if part["type"] == "image_url"]
@@ -264,9 +265,9 @@ def test_a_pro_key_cannot_run_an_image_generator(provider_app):
         ("chart-data-extractor", "/v1/chat/completions", "image understanding"),
     ],
 )
-def test_a_failing_provider_answers_503(provider_app, fake, slug, path, capability):
-    fake.fail_next(3, status=500, retry_after="6")
-    before = len(fake.calls(path))
+def test_a_failing_provider_answers_503(provider_app, fake_provider, slug, path, capability):
+    fake_provider.fail_next(3, status=500, retry_after="6")
+    before = len(fake_provider.calls(path))
 
     response = run_example(provider_app, slug)
 
@@ -275,7 +276,7 @@ def test_a_failing_provider_answers_503(provider_app, fake, slug, path, capabili
     assert body["code"] == "provider_unavailable"
     assert body["detail"].startswith(f"No {capability} provider could serve")
     assert response.headers["Retry-After"] == "6"
-    assert len(fake.calls(path)) - before == 3
+    assert len(fake_provider.calls(path)) - before == 3
 
 
 # --- without a provider ------------------------------------------------------------------

@@ -1,15 +1,13 @@
 """A runner that goes through the tool exactly as the API does and checks the output schema."""
 
 import pytest
-from flask import Flask
 from jsonschema import Draft202012Validator
 
 from app import engine_settings
 from catalogue import load_catalogue
-from config import Config
 from engines import run_tool
 from engines.models import breaker, provider_transport, providers
-from tests.fakes import FakeOpenAI
+from tests.helpers import bare_app
 
 
 def run_checked(slug: str, **inputs) -> dict:
@@ -26,13 +24,13 @@ def run():
     return run_checked
 
 
-# --- engines on the model provider: a fake OpenAI-compatible server, no retry pauses ------
+# --- engines on the model provider (the root conftest's ``fake_provider``), no retry pauses ---
 
 
 @pytest.fixture(autouse=True, scope="session")
-def app_settings():
+def _engine_settings_from_the_current_app():
     """The engines read the settings as ``create_app`` has them read (the current app's config),
-    so that the bare apps of these tests can stand in for the app."""
+    so that the bare apps of these tests (``tests.helpers.bare_app``) can stand in for the app."""
     providers.read_settings_from(engine_settings)
 
 
@@ -46,20 +44,7 @@ def no_provider_waits(monkeypatch):
 
 
 @pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-def app_with(base_url):
-    """A bare app whose settings name ``base_url`` as the model provider (None: no provider)."""
-    app = Flask(__name__)
-    app.config.from_object(Config)
-    app.config.update({"AI_BASE_URL": base_url, "AI_TIMEOUT_SECONDS": 2.0})
-    return app
-
-
-@pytest.fixture
-def ai_app(fake):
-    with app_with(fake.base_url).app_context() as context:
+def ai_app(fake_provider):
+    """A bare app's context whose model provider is ``fake_provider`` (the root conftest.py)."""
+    with bare_app(fake_provider.base_url).app_context() as context:
         yield context

@@ -32,6 +32,10 @@ when it has fewer words than pieces) written spread evenly over ``stream_seconds
 first right after the headers, the last ``stream_seconds`` later, as a model writes.
 ``first_piece_times`` holds, per streamed call, its request and the ``time.time()`` at which
 its first content piece was written.
+
+``reset(**settings)`` makes a running server as a new one (the calls it holds let go, all
+of the above forgotten), then sets the attributes given: the tests share one server per
+process, ``fake_provider`` in the root ``conftest.py``, reset before and after each test.
 """
 
 from __future__ import annotations
@@ -88,20 +92,27 @@ class FakeOpenAI:
         self, *, api_key: str | None = None, models: set[str] | None = None, port: int = 0
     ) -> None:
         self.port = port  # 0: any free port
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.in_flight = 0
+        self._busy = 0  # requests being handled, held ones (hang_next, latency) included
+        self._as_new()
         self.api_key = api_key
         self.models = models
+
+    def _as_new(self) -> None:
+        """What a test may change, as a new server has it."""
+        self.api_key: str | None = None
+        self.models: set[str] | None = None
         self.image_answer = "b64_json"
         self.requests: list[Recorded] = []
         self.files: dict[str, bytes] = {}
         self._replies: list[str] = []
         self._failures: list[_Failure] = []
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.latency = 0.0
-        self.in_flight = 0
-        self.peak_in_flight = 0
+        self.peak_in_flight = self.in_flight
         self.stream_pieces: int | None = None  # None: a streamed answer is written at once
         self.stream_seconds = 0.0
         self.first_piece_times: list[tuple[Recorded, float]] = []
@@ -123,6 +134,25 @@ class FakeOpenAI:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+    def reset(self, **settings: Any) -> None:
+        """Make a running server as a new one, for the next test (the root conftest.py's
+        ``fake_provider`` stays up for the whole session): the calls it still holds
+        (``hang_next``, ``latency``, a paced stream) are let go and awaited (up to 10 s), then
+        what it recorded and was told is forgotten (requests, files, scripted replies and
+        failures, latency, streaming, ``api_key`` and ``models``, the in-flight peak).
+        ``settings`` then set its attributes, as ``reset(api_key="sk-test", models={...})``."""
+        held, self._closing = self._closing, threading.Event()
+        held.set()
+        deadline = time.monotonic() + 10
+        while self._busy and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with self._lock:
+            self._as_new()
+        for name, value in settings.items():
+            if name.startswith("_") or not hasattr(self, name):
+                raise TypeError(f"FakeOpenAI has no setting {name!r}")
+            setattr(self, name, value)
 
     @property
     def origin(self) -> str:
@@ -165,6 +195,10 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(recorded)
             return self._failures.pop(0) if self._failures else None
+
+    def _held(self, change: int) -> None:
+        with self._lock:
+            self._busy += change
 
     def _entered(self, change: int) -> None:
         with self._lock:
@@ -230,6 +264,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, data, "image/png")
 
     def do_POST(self) -> None:
+        self.fake._held(1)
+        try:
+            self._post()
+        finally:
+            self.fake._held(-1)
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         recorded = Recorded(

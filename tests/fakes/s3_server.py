@@ -1,6 +1,6 @@
 """An S3-compatible bucket for tests: moto's server on a free loopback port, no internet.
 
-A pytest plugin (``pytest_plugins`` in tests/conftest.py): ``s3`` is the running server with
+A pytest plugin (``pytest_plugins`` in the root conftest.py): ``s3`` is the running server with
 its bucket (``FakeS3``), ``s3_app`` the app storing files there. moto is imported only by
 tests that ask for them.
 """

@@ -13,21 +13,14 @@ from engines.models import provider_transport
 from engines.text import embedder
 from services.assistant import answers, current_index, documents, retriever
 from services.assistant.documents import Document
-from tests.fakes import FakeOpenAI
 from tests.helpers import HAVE_PG, app_config, clean
 
 
 @pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def ai_app(_schema, fake, monkeypatch):
-    """The app with the fake provider configured (retries are not slept)."""
+def ai_app(_schema, fake_provider, monkeypatch):
+    """The app with ``fake_provider`` as its model provider (retries are not slept)."""
     monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
-    app = create_app(app_config(AI_BASE_URL=fake.base_url, AI_MODEL_CHAT="chat-model"))
+    app = create_app(app_config(AI_BASE_URL=fake_provider.base_url, AI_MODEL_CHAT="chat-model"))
     if not HAVE_PG:
         with app.app_context():
             upgrade()
@@ -222,22 +215,22 @@ def test_an_api_question_answers_with_the_docs_sections_first(app):
     assert found.docs[0].url == "/docs/guide#webhooks"
 
 
-def test_below_the_threshold_it_says_it_does_not_know_and_calls_no_model(ai_app, fake):
+def test_below_the_threshold_it_says_it_does_not_know_and_calls_no_model(ai_app, fake_provider):
     found = answers.answer("what's the weather in Paris")
     assert found.mode == "unknown"
     assert found.intro.startswith("I don't know")
     assert found.tools  # the nearest tools
-    assert fake.requests == []
+    assert fake_provider.requests == []
 
 
-def test_with_a_provider_the_model_writes_the_answer_citing_markers(ai_app, fake):
-    fake.reply(
+def test_with_a_provider_the_model_writes_the_answer_citing_markers(ai_app, fake_provider):
+    fake_provider.reply(
         "Use the show notes tool [1], or the workflow [2].\n\n"
         "Ignore [9] and see https://evil.example/x or [this](https://evil.example/y) [0]."
     )
     found = answers.answer("which tool turns a podcast into show notes?")
     assert found.mode == "model"
-    calls = fake.calls("/v1/chat/completions")
+    calls = fake_provider.calls("/v1/chat/completions")
     assert len(calls) == 1
     prompt = calls[0].json["messages"][1]["content"]
     assert "[1] Podcast Show Notes" in prompt and "Question: which tool" in prompt
@@ -260,38 +253,38 @@ def stream(question: str) -> list:
     return list(answers.answer_stream(question, *answers.retrieve(question)))
 
 
-def test_a_streamed_model_answer_yields_each_paragraph_as_it_is_written(ai_app, fake):
-    fake.reply("First the tool [1].\n\nThen the workflow [2] and [8].")
+def test_a_streamed_model_answer_yields_each_paragraph_as_it_is_written(ai_app, fake_provider):
+    fake_provider.reply("First the tool [1].\n\nThen the workflow [2] and [8].")
     *paragraphs, found = stream("which tool turns a podcast into show notes?")
-    assert fake.calls("/v1/chat/completions")[0].json["stream"] is True
+    assert fake_provider.calls("/v1/chat/completions")[0].json["stream"] is True
     assert len(paragraphs) == 2 and found.paragraphs == paragraphs
     assert [s.source.number for s in paragraphs[1] if s.source] == [2]  # [8]: not retrieved
     assert found.mode == "model" and [s.number for s in found.tools] == [1, 2]
 
 
-def test_a_stream_that_fails_before_writing_gives_the_retrieval_answer(ai_app, fake):
-    fake.fail_next(1, status=503)
+def test_a_stream_that_fails_before_writing_gives_the_retrieval_answer(ai_app, fake_provider):
+    fake_provider.fail_next(1, status=503)
     [found] = stream("which tool turns a podcast into show notes?")
     assert found.mode == "retrieval" and found.tools[0].url == "/tools/podcast-show-notes/"
 
 
-def test_a_stream_below_the_threshold_calls_no_model(ai_app, fake):
+def test_a_stream_below_the_threshold_calls_no_model(ai_app, fake_provider):
     [found] = stream("what's the weather in Paris")
-    assert found.mode == "unknown" and fake.requests == []
+    assert found.mode == "unknown" and fake_provider.requests == []
 
 
-def test_a_failing_provider_falls_back_to_the_retrieval_answer(ai_app, fake):
-    fake.fail_next(10, status=500)
+def test_a_failing_provider_falls_back_to_the_retrieval_answer(ai_app, fake_provider):
+    fake_provider.fail_next(10, status=500)
     found = answers.answer("which tool turns a podcast into show notes?")
     assert found.mode == "retrieval"
     assert found.tools[0].url == "/tools/podcast-show-notes/"
 
 
-def test_the_embedded_text_model_is_never_used(ai_app, fake, monkeypatch):
+def test_the_embedded_text_model_is_never_used(ai_app, fake_provider, monkeypatch):
     from engines.models import local_llm
 
     monkeypatch.setattr(local_llm, "complete", lambda *a, **k: pytest.fail("SmolLM2 was asked"))
-    fake.fail_next(10, status=503)
+    fake_provider.fail_next(10, status=503)
     assert answers.answer("convert json to yaml").mode == "retrieval"
 
 

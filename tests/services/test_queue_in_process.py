@@ -25,7 +25,9 @@ DISPATCH = "/v1/tools/run"
 
 @pytest.fixture
 def app(tmp_path):
-    """The embedded default as ``make run`` serves it: no Redis and no SERVER_NAME."""
+    """The embedded default as ``make run`` serves it: no Redis and no SERVER_NAME. Another
+    app than conftest's (a SQLite file and no Redis, the in-process queue under test), so
+    ``app`` is redefined here rather than given ``app_settings``."""
     with embedded_app_at(tmp_path / "embedded.db", SERVER_NAME=None) as app, app.app_context():
         yield app
         db.session.remove()

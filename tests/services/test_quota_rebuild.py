@@ -9,22 +9,22 @@ from app import create_app
 from extensions import db
 from services import accounts, clock, keys, quota
 from tests.fakes.redis_server import RedisServer
-from tests.helpers import app_config, auth, clean, embedded_app_at, needs_redis
+from tests.helpers import app_config, auth, embedded_app_at, needs_redis
 
 RUN = "/v1/public/tools/word-counter/run"
 WHOAMI = "/v1/public/whoami"
 TEXT = {"input": "one two three"}
 
 
-def _app_on(redis_url: str):
-    return create_app(app_config(REDIS_URL=redis_url, RATELIMIT_STORAGE_URI="svc+" + redis_url))
+def _on_redis(redis_url: str) -> dict:
+    """The settings of an app on the Redis at ``redis_url`` (its rate limits kept there too)."""
+    return {"REDIS_URL": redis_url, "RATELIMIT_STORAGE_URI": "svc+" + redis_url}
 
 
 @pytest.fixture
-def app(_schema, redis_server):
-    """The app on the test database and a private Redis (``make_key`` and ``client`` use
-    it in this module)."""
-    yield from clean(_app_on(redis_server.url))
+def app_settings(redis_server):
+    """``app`` (and so ``make_key`` and ``client``) on the test database and a private Redis."""
+    return _on_redis(redis_server.url)
 
 
 def _spend(client, raw: str, times: int) -> list[int]:
@@ -55,7 +55,7 @@ def test_a_fresh_redis_does_not_give_the_day_back(client, make_key):
     fresh = RedisServer()
     fresh.start()
     try:
-        moved = _app_on(fresh.url)
+        moved = create_app(app_config(**_on_redis(fresh.url)))
         keys.forget()
         with moved.app_context():
             try:

@@ -23,37 +23,26 @@ from services import recorder as recorder_module
 from services.plans import get_plan
 from services.recorder import RunJournal, RunRecorder
 from services.runs import InlineRun
-from tests.fakes import FakeOpenAI
-from tests.helpers import HAVE_PG, app_config, auth, clean, needs_redis
+from tests.helpers import app_config, auth, clean, needs_redis
 
 TOOL = "word-counter"  # a light tool: runs inline, 1 credit
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI() as server:
-        yield server
+@pytest.fixture
+def app_settings(fake_provider):
+    """``app``'s model provider, for workflow steps: ``fake_provider``."""
+    return {"AI_BASE_URL": fake_provider.base_url, "AI_TIMEOUT_SECONDS": 5.0}
 
 
 @pytest.fixture
-def app(_schema, fake):
-    """The app on PostgreSQL and Redis, with the fake model provider for workflow steps."""
-    app = create_app(app_config(AI_BASE_URL=fake.base_url, AI_TIMEOUT_SECONDS=5.0))
-    if not HAVE_PG:
-        with app.app_context():
-            upgrade()
-    yield from clean(app)
-
-
-@pytest.fixture
-def embedded(tmp_path, fake):
+def embedded(tmp_path, fake_provider):
     """The embedded default: a SQLite file, no Redis (rows written in the request)."""
     app = create_app(
         app_config(
             SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'embedded.db'}",
             REDIS_URL=None,
             RATELIMIT_STORAGE_URI="memory://",
-            AI_BASE_URL=fake.base_url,
+            AI_BASE_URL=fake_provider.base_url,
             AI_TIMEOUT_SECONDS=5.0,
         )
     )

@@ -20,6 +20,9 @@ from tests.helpers import embedded_app_at
 
 @pytest.fixture
 def app(tmp_path):
+    """The embedded default as ``make run`` serves it (no SERVER_NAME): another app than
+    conftest's (a SQLite file and no Redis, the in-process queue under test), so ``app`` is
+    redefined here rather than given ``app_settings``."""
     with embedded_app_at(tmp_path / "embedded.db", SERVER_NAME=None) as app:
         yield app
 

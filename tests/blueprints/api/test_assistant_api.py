@@ -8,7 +8,6 @@ import pytest
 
 from app import create_app
 from services.assistant import health
-from tests.fakes import FakeOpenAI
 from tests.helpers import app_config, clean
 
 HEALTH_JSON = "application/health+json"
@@ -87,13 +86,13 @@ def test_chatbot_health_without_a_provider_warns_that_it_answers_from_retrieval(
 
 
 @pytest.fixture
-def provider_app(_schema):
-    with FakeOpenAI() as fake:
-        app = create_app(app_config(AI_BASE_URL=fake.base_url))
-        health.forget()
-        for app_ in clean(app):
-            yield app_, fake
-        health.forget()
+def provider_app(_schema, fake_provider):
+    """The app with ``fake_provider`` as its model provider, and the provider."""
+    app = create_app(app_config(AI_BASE_URL=fake_provider.base_url))
+    health.forget()
+    for app_ in clean(app):
+        yield app_, fake_provider
+    health.forget()
 
 
 def test_with_a_reachable_provider_it_passes_from_a_cached_probe(provider_app):

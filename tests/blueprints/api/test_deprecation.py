@@ -9,7 +9,6 @@ import time
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from flask_migrate import upgrade
 from openapi_spec_validator import validate
 
 from app import create_app
@@ -19,7 +18,7 @@ from models import Run
 from services import changelog, clock
 from services.changelog import ChangelogError, add_months
 from tests.blueprints.api.test_run_refusals import DISPATCH, SLUG_RUN, TEXT, TOOL
-from tests.helpers import HAVE_PG, app_config, auth, clean
+from tests.helpers import app_config, auth
 
 ENTRY_ID = "slug-run-deprecated"
 TODAY = datetime.now(UTC).date()
@@ -60,13 +59,9 @@ def changelog_file(tmp_path):
 
 
 @pytest.fixture
-def app(_schema, changelog_file):
-    """The app with the changelog above (this module's ``client`` and ``make_key`` use it)."""
-    app = create_app(app_config(CHANGELOG_PATH=str(changelog_file)))
-    if not HAVE_PG:
-        with app.app_context():
-            upgrade()
-    yield from clean(app)
+def app_settings(changelog_file):
+    """``app`` (and so ``client`` and ``make_key``) on the changelog above."""
+    return {"CHANGELOG_PATH": str(changelog_file)}
 
 
 def expected_headers() -> dict:

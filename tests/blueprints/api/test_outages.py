@@ -308,6 +308,8 @@ def test_provider_gone_mid_run_is_503_then_runs_succeed_when_it_is_back(
     client = provider_app.test_client()
     raw = _key("pro", daily_override=10, per_minute_override=100_000)  # polled below
     gone = threading.Event()
+    # A provider of its own, not the shared ``fake_provider``: it goes away mid-run and
+    # another comes back on its port.
     with FakeOpenAI() as fake:
         provider_app.config["AI_BASE_URL"] = fake.base_url
         port = int(fake.origin.rsplit(":", 1)[1])

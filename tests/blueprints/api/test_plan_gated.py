@@ -22,7 +22,6 @@ from models import Run, UsageEvent
 from services import accounts, keys
 from services.usage import FREE_CALLS
 from tests.engines.fixtures import epub_document, solid_image
-from tests.fakes import FakeOpenAI
 from tests.helpers import app_config, auth, needs_pg, needs_redis
 
 ENDPOINT_TOOLS = {
@@ -81,14 +80,8 @@ def embedded(embedded_app):
 
 
 @pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def provider_client(fake, tmp_path, monkeypatch):
-    """The embedded default with the fake server as its model provider."""
+def provider_client(fake_provider, tmp_path, monkeypatch):
+    """The embedded default with ``fake_provider`` as its model provider."""
     from engines.models import breaker, provider_transport
 
     monkeypatch.setattr(provider_transport, "_sleep", lambda seconds: None)
@@ -98,7 +91,7 @@ def provider_client(fake, tmp_path, monkeypatch):
             SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'provider.db'}",
             REDIS_URL=None,
             RATELIMIT_STORAGE_URI="memory://",
-            AI_BASE_URL=fake.base_url,
+            AI_BASE_URL=fake_provider.base_url,
             AI_TIMEOUT_SECONDS=5.0,
         )
     )
@@ -255,7 +248,7 @@ def test_voices_lists_the_providers_voices_when_one_is_configured(provider_clien
     }
 
 
-def test_a_provider_voice_speaks_through_the_provider(provider_client, fake):
+def test_a_provider_voice_speaks_through_the_provider(provider_client, fake_provider):
     response = provider_client.post(
         "/v1/voice/speak",
         headers=auth(new_key("creator")),
@@ -266,7 +259,7 @@ def test_a_provider_voice_speaks_through_the_provider(provider_client, fake):
     assert (output["engine"], output["voice"]) == ("provider", "provider:nova")
     assert output["duration_s"] == pytest.approx(1.6, abs=0.05)
     assert output["audio"]["content_type"] == "audio/mpeg"
-    assert fake.calls("/v1/audio/speech")[0].json["voice"] == "nova"
+    assert fake_provider.calls("/v1/audio/speech")[0].json["voice"] == "nova"
 
 
 def test_idempotency_key_replays_the_first_answer(embedded):
@@ -325,7 +318,7 @@ def test_images_without_a_provider_are_503_naming_the_setting(embedded):
     assert usage(embedded, raw)["calls_today"] == 0
 
 
-def test_images_are_generated_and_charged_per_image(provider_client, fake):
+def test_images_are_generated_and_charged_per_image(provider_client, fake_provider):
     raw = new_key("creator")
     response = provider_client.post(
         "/v1/images/generate",
@@ -338,15 +331,15 @@ def test_images_are_generated_and_charged_per_image(provider_client, fake):
     assert len(body["output"]["images"]) == 3
     for image in body["output"]["images"]:
         assert fetch(provider_client, image["url"]).startswith(b"\x89PNG")
-    assert fake.calls("/v1/images/generations")[0].json["n"] == 3
+    assert fake_provider.calls("/v1/images/generations")[0].json["n"] == 3
     assert ledger() == [("images/generate", 15, False)]
     today = usage(provider_client, raw)
     assert (today["calls_today"], today["credits_today"]) == (1, 15)
 
 
-def test_a_failing_image_provider_is_503_and_releases_the_quota(provider_client, fake):
+def test_a_failing_image_provider_is_503_and_releases_the_quota(provider_client, fake_provider):
     raw = new_key("creator")
-    fake.fail_next(10, status=503)
+    fake_provider.fail_next(10, status=503)
     response = provider_client.post(
         "/v1/images/generate", headers=auth(raw), json={"prompt": "a red kite"}
     )
@@ -423,8 +416,8 @@ def test_invalid_video_requests_are_422(embedded, body, fields):
     assert set(response.get_json()["errors"]) == fields
 
 
-def test_a_topic_is_scripted_and_illustrated_by_the_provider(provider_client, fake):
-    fake.reply("Bees make honey.\n\nThey dance to talk.")
+def test_a_topic_is_scripted_and_illustrated_by_the_provider(provider_client, fake_provider):
+    fake_provider.reply("Bees make honey.\n\nThey dance to talk.")
     response = provider_client.post(
         "/v1/video/generate",
         headers={**auth(new_key("business")), "Prefer": "wait=60"},

@@ -8,10 +8,8 @@ import time
 from datetime import datetime
 
 import pytest
-from flask_migrate import upgrade
 from jsonschema import Draft202012Validator
 
-from app import create_app
 from catalogue import load_catalogue, load_workflows
 from engines import get_engine
 from engines.blob import Blob
@@ -19,8 +17,7 @@ from extensions import db
 from models import UsageEvent, WorkflowRun
 from services import accounts, keys
 from tests.engines import fixtures
-from tests.fakes import FakeOpenAI
-from tests.helpers import app_config, auth, sse_events
+from tests.helpers import auth, embedded_app_at, sse_events
 
 START = "/v1/workflows/run"
 WORKFLOWS = sorted(workflow.id for workflow in load_workflows())
@@ -40,36 +37,18 @@ def data_uri(blob: Blob) -> str:
 
 
 @pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def wf_app(tmp_path_factory, fake):
-    app = create_app(
-        app_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path_factory.mktemp('wf') / 'runs.db'}",
-            REDIS_URL=None,
-            RATELIMIT_STORAGE_URI="memory://",
-            AI_BASE_URL=fake.base_url,
-            AI_TIMEOUT_SECONDS=5.0,
-        )
-    )
-    with app.app_context():
-        upgrade()
-    yield app
-    keys.forget()
-    with app.app_context():
-        db.engine.dispose()
+def wf_app(tmp_path_factory, fake_provider):
+    """The embedded default, for the module, with ``fake_provider`` as its model provider."""
+    path = tmp_path_factory.mktemp("wf") / "runs.db"
+    with embedded_app_at(path, AI_BASE_URL=fake_provider.base_url, AI_TIMEOUT_SECONDS=5.0) as app:
+        yield app
 
 
 @pytest.fixture
-def client(wf_app, fake):
-    yield wf_app.test_client()
-    with fake._lock:  # a test's scripted failures never leak into the next one
-        fake._failures.clear()
-        fake._replies.clear()
+def client(wf_app):
+    """A client of ``wf_app`` (``fake_provider`` is reset around each test: a test's scripted
+    failures never leak into the next one)."""
+    return wf_app.test_client()
 
 
 @pytest.fixture
@@ -206,9 +185,9 @@ def test_a_workflow_file_output_is_served(client, make_key, inputs):
     assert len(next(s for s in record["steps"] if s["id"] == "video")["output"]["scenes"]) == 3
 
 
-def test_independent_steps_run_at_the_same_time(client, make_key, fake):
+def test_independent_steps_run_at_the_same_time(client, make_key, fake_provider):
     raw, _ = make_key()
-    fake.hang_next(3, 0.6)  # the three first steps each take 0.6 s at the provider
+    fake_provider.hang_next(3, 0.6)  # the three first steps each take 0.6 s at the provider
     response = start(client, raw, "code-to-docs", "def add(a, b):\n    return a + b\n")
     record = until_ended(client, raw, response.headers["Location"])
     assert record["status"] == "succeeded"
@@ -250,9 +229,9 @@ def test_free_and_starter_keys_are_403(client, make_key, plan):
     )
 
 
-def test_quota_is_reserved_for_every_step_at_start_all_or_nothing(client, make_key, fake):
+def test_quota_is_reserved_for_every_step_at_start_all_or_nothing(client, make_key, fake_provider):
     raw, _ = make_key("pro", daily_override=8)
-    fake.hang_next(1, 0.5)
+    fake_provider.hang_next(1, 0.5)
     first = start(client, raw, "product-launch", "A reusable beeswax food wrap")
     assert first.status_code == 202
     assert calls_today(client, raw) == 5  # five steps reserved before any ran
@@ -341,11 +320,11 @@ def test_a_workflow_runs_events_tell_each_steps_start_text_and_end_then_done(cli
 
 
 def test_a_failing_first_step_fails_the_run_and_no_later_step_starts(
-    client, make_key, fake, sent, wf_app
+    client, make_key, fake_provider, sent, wf_app
 ):
     raw, key_id = make_key("pro")
-    chats = len(fake.calls("/v1/chat/completions"))
-    fake.fail_next(1, status=400)
+    chats = len(fake_provider.calls("/v1/chat/completions"))
+    fake_provider.fail_next(1, status=400)
     response = start(client, raw, "product-launch", "A reusable beeswax food wrap")
     record = until_ended(client, raw, response.headers["Location"])
     assert record["status"] == "failed"
@@ -361,7 +340,7 @@ def test_a_failing_first_step_fails_the_run_and_no_later_step_starts(
     for later in ("titles", "meta", "ads", "search_ads"):
         assert steps[later]["status"] == "canceled" and steps[later]["started_at"] is None
     time.sleep(0.3)
-    assert len(fake.calls("/v1/chat/completions")) == chats + 1  # nothing else was asked
+    assert len(fake_provider.calls("/v1/chat/completions")) == chats + 1  # nothing else was asked
     assert record["progress"] == {"completed_steps": 0, "total_steps": 5}
     assert record["credits"] == 0 and calls_today(client, raw) == 0
     until(lambda: sent)
@@ -376,11 +355,11 @@ def test_a_failing_first_step_fails_the_run_and_no_later_step_starts(
 
 
 def test_a_later_failure_keeps_the_completed_steps_quota_and_credits(
-    client, make_key, fake, sent, wf_app
+    client, make_key, fake_provider, sent, wf_app
 ):
     raw, _ = make_key("pro")
-    fake.hang_next(1, 0.2)  # the description succeeds...
-    fake.fail_next(20, status=400)  # ...and every step after it fails at the provider
+    fake_provider.hang_next(1, 0.2)  # the description succeeds...
+    fake_provider.fail_next(20, status=400)  # ...and every step after it fails at the provider
     response = start(client, raw, "product-launch", "A reusable beeswax food wrap")
     record = until_ended(client, raw, response.headers["Location"])
     assert record["status"] == "failed"
@@ -402,10 +381,10 @@ def test_a_later_failure_keeps_the_completed_steps_quota_and_credits(
     assert [e["event"] for _, e, _ in sent] == ["workflow.failed"]
 
 
-def test_cancel_stops_further_steps_and_releases_their_quota(client, make_key, fake, sent):
+def test_cancel_stops_further_steps_and_releases_their_quota(client, make_key, fake_provider, sent):
     raw, _ = make_key("pro")
-    chats = len(fake.calls("/v1/chat/completions"))
-    fake.hang_next(1, 1.0)
+    chats = len(fake_provider.calls("/v1/chat/completions"))
+    fake_provider.hang_next(1, 1.0)
     response = start(client, raw, "product-launch", "A reusable beeswax food wrap")
     location = response.headers["Location"]
     run_id = response.get_json()["run_id"]
@@ -421,7 +400,7 @@ def test_cancel_stops_further_steps_and_releases_their_quota(client, make_key, f
     assert after["status"] == "canceled" and after["output"] is None
     assert {s["status"] for s in after["steps"]} == {"canceled"}
     assert after["credits"] == 0 and calls_today(client, raw) == 0
-    assert len(fake.calls("/v1/chat/completions")) == chats + 1
+    assert len(fake_provider.calls("/v1/chat/completions")) == chats + 1
     again = client.post(f"/v1/workflows/run/{run_id}/cancel", headers=auth(raw))
     assert again.status_code == 409 and again.get_json()["code"] == "run_not_cancelable"
     assert sent == []  # a canceled run announces nothing
@@ -467,14 +446,14 @@ def test_the_catalogue_lists_workflows_and_one_by_id(client):
 
 
 def test_a_sandbox_key_gets_sample_outputs_without_quota_credits_or_provider(
-    client, make_key, fake
+    client, make_key, fake_provider
 ):
     raw, _ = make_key("agency", sandbox=True)
-    chats = len(fake.requests)
+    chats = len(fake_provider.requests)
     response = start(client, raw, "content-creator", "Composting at home")
     record = until_ended(client, raw, response.headers["Location"])
     assert record["status"] == "succeeded" and record["sandbox"] is True
-    assert record["credits"] == 0 and len(fake.requests) == chats
+    assert record["credits"] == 0 and len(fake_provider.requests) == chats
     assert (
         record["output"]["blog_post"]
         == load_catalogue().get("blog-post-writer").sample_output()["text"]

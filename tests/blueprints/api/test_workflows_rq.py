@@ -10,12 +10,7 @@ REVIEWS = "Love the app, but calendar sync fails every few days.\nSupport was qu
 
 
 @pytest.fixture
-def provider(provider_in_env):
-    return provider_in_env
-
-
-@pytest.fixture
-def second_worker(provider, rq_worker, tmp_path):
+def second_worker(provider_in_env, rq_worker, tmp_path):
     """One more worker process: steps of one run spread over several workers."""
     log_path = tmp_path / "second_worker.log"
     process = start_worker(deployment_env(), log_path)
@@ -25,7 +20,7 @@ def second_worker(provider, rq_worker, tmp_path):
 
 @needs_pg
 @needs_redis
-def test_a_workflow_runs_to_its_end_on_rq_workers(provider, client, make_key, second_worker):
+def test_a_workflow_runs_to_its_end_on_rq_workers(provider_in_env, client, make_key, second_worker):
     raw = make_key("pro")
     response = client.post(
         "/v1/workflows/run",
@@ -56,7 +51,7 @@ def test_a_workflow_runs_to_its_end_on_rq_workers(provider, client, make_key, se
         "recommendations",
         "executive_summary",
     }
-    assert len(provider.calls("/v1/chat/completions")) == 2
+    assert len(provider_in_env.calls("/v1/chat/completions")) == 2
     who = client.get("/v1/public/whoami", headers=auth(raw)).get_json()
     assert who["usage"]["calls_today"] == 3
     # The steps' events were written by the workers, to Redis: replayed whole.

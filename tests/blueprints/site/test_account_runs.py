@@ -9,16 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import sqlalchemy as sa
 from flask import g
-from flask_migrate import upgrade
 from lxml import html as lxml_html
 
-from app import create_app
 from extensions import db
 from jobs.workflows import run_step_job
 from models import Run, UsageDaily, UsageEvent, WorkflowRun
 from services import accounts, keys, workflows
-from tests.fakes import FakeOpenAI
-from tests.helpers import HAVE_PG, app_config, auth, clean
+from tests.helpers import auth
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36"
 TOOL = "word-counter"
@@ -26,20 +23,10 @@ WORKFLOW = "review-insights"  # three text steps (the fake model provider answer
 REVIEW = "Great app. Sync fails every day, though."
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
 @pytest.fixture
-def app(_schema, fake):
-    """The app on PostgreSQL and Redis, with the fake model provider for workflow steps."""
-    app = create_app(app_config(AI_BASE_URL=fake.base_url, AI_TIMEOUT_SECONDS=5.0))
-    if not HAVE_PG:
-        with app.app_context():
-            upgrade()
-    yield from clean(app)
+def app_settings(fake_provider):
+    """``app``'s model provider, for workflow steps: ``fake_provider``."""
+    return {"AI_BASE_URL": fake_provider.base_url, "AI_TIMEOUT_SECONDS": 5.0}
 
 
 @pytest.fixture

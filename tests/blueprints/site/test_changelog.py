@@ -6,13 +6,12 @@ import textwrap
 from xml.etree import ElementTree as ET
 
 import pytest
-from flask_migrate import upgrade
 from flask_smorest.spec.plugins import FlaskPlugin
 
 from app import create_app
 from services import changelog
 from services.changelog import DEFAULT_PATH, KINDS, ChangelogError
-from tests.helpers import HAVE_PG, app_config, clean
+from tests.helpers import app_config
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
@@ -42,15 +41,11 @@ IDS_NEWEST_FIRST = ["2026-12-01-nan-is-refused", "whoami-moves", "2026-11-21-the
 
 
 @pytest.fixture
-def app(_schema, tmp_path):
-    """The app on a changelog of three entries (this module's ``client`` uses it)."""
+def app_settings(tmp_path):
+    """``app`` (and so ``client``) on a changelog of three entries."""
     path = tmp_path / "changelog.yaml"
     path.write_text(ENTRIES, encoding="utf-8")
-    app = create_app(app_config(CHANGELOG_PATH=str(path)))
-    if not HAVE_PG:
-        with app.app_context():
-            upgrade()
-    yield from clean(app)
+    return {"CHANGELOG_PATH": str(path)}
 
 
 def app_endpoints(app) -> set[str]:

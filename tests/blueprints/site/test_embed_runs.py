@@ -23,7 +23,6 @@ from models import Embed, Run, StoredFile, UsageEvent
 from services import accounts, clock, embeds, keys, quota
 from tests.blueprints.site import test_embed_widget as widget_test
 from tests.blueprints.site.test_embed_widget import token_of
-from tests.fakes import FakeOpenAI
 from tests.helpers import embedded_app_at
 
 _emails = itertools.count(1)
@@ -248,17 +247,11 @@ def test_a_file_tools_image_shows_in_the_widget(client):
 # --- the embedded default: its in-process queue and a model provider -----------------------
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
 @pytest.fixture
-def embedded(tmp_path, fake):
+def embedded(tmp_path, fake_provider):
     with (
         embedded_app_at(
-            tmp_path / "embedded.db", AI_BASE_URL=fake.base_url, AI_TIMEOUT_SECONDS=5.0
+            tmp_path / "embedded.db", AI_BASE_URL=fake_provider.base_url, AI_TIMEOUT_SECONDS=5.0
         ) as app,
         app.app_context(),
     ):
@@ -278,7 +271,7 @@ def _until_done(client, html: str, seconds: float = 20) -> str:
 
 
 def test_a_model_tool_and_an_image_tool_run_through_the_widget_on_the_embedded_queue(
-    embedded, fake
+    embedded, fake_provider
 ):
     client = embedded.test_client()
     agency = _agency()
@@ -299,7 +292,7 @@ def test_a_model_tool_and_an_image_tool_run_through_the_widget_on_the_embedded_q
     src = re.search(r'<img src="(/v1/files/[^"]+)"', done).group(1)
     image = client.get(src)
     assert image.status_code == 200 and image.mimetype.startswith("image/")
-    assert fake.calls("/v1/images/generations")
+    assert fake_provider.calls("/v1/images/generations")
 
 
 def test_nothing_a_queued_run_shows_holds_the_key(client, queued):

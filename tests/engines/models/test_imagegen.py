@@ -7,7 +7,7 @@ from config import Config
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
 from engines.models import imagegen
-from tests.engines.conftest import app_with
+from tests.helpers import bare_app
 
 PARAMS = {
     "prompt": "A sticker of {subject}, {mood}.",
@@ -147,10 +147,10 @@ def test_check_params_reports_each_problem():
 # --- the provider ------------------------------------------------------------------------
 
 
-def test_generate_asks_the_provider_and_answers_the_images_and_the_request(ai_app, fake):
+def test_generate_asks_the_provider_and_answers_the_images_and_the_request(ai_app, fake_provider):
     output = ENGINE.run({**INPUTS, "avoid": "cars"}, PARAMS)
 
-    (call,) = fake.calls("/v1/images/generations")
+    (call,) = fake_provider.calls("/v1/images/generations")
     assert call.json == {
         "model": Config.AI_MODEL_IMAGE,
         "prompt": "A sticker of a fox, sleepy.\n\nStyle: bold vector.\n\nAvoid: text, watermark, "
@@ -170,24 +170,27 @@ def test_generate_asks_the_provider_and_answers_the_images_and_the_request(ai_ap
     }
 
 
-def test_no_style_or_negative_prompt_sends_the_prompt_alone(ai_app, fake):
+def test_no_style_or_negative_prompt_sends_the_prompt_alone(ai_app, fake_provider):
     ENGINE.run(INPUTS, {"prompt": PARAMS["prompt"]})
-    assert fake.calls("/v1/images/generations")[0].json["prompt"] == "A sticker of a fox, sleepy."
+    assert (
+        fake_provider.calls("/v1/images/generations")[0].json["prompt"]
+        == "A sticker of a fox, sleepy."
+    )
 
 
-def test_a_failing_provider_is_provider_unavailable(ai_app, fake):
-    fake.fail_next(3, status=503, retry_after="4")
+def test_a_failing_provider_is_provider_unavailable(ai_app, fake_provider):
+    fake_provider.fail_next(3, status=503, retry_after="4")
 
     with pytest.raises(ProviderUnavailable) as caught:
         ENGINE.run(INPUTS, PARAMS)
 
     assert caught.value.message.startswith("No image generation provider could serve")
     assert caught.value.retry_after == 4
-    assert len(fake.calls("/v1/images/generations")) == 3
+    assert len(fake_provider.calls("/v1/images/generations")) == 3
 
 
 def test_without_a_provider_the_engine_is_unavailable_and_says_which_setting_to_set():
-    with app_with(None).app_context():
+    with bare_app(None).app_context():
         reason = ENGINE.unavailable_reason()
         available = ENGINE.available()
         with pytest.raises(ProviderUnavailable) as caught:

@@ -3,34 +3,19 @@
 import importlib.util
 
 import pytest
-from flask import Flask
 from jsonschema import Draft202012Validator
 
 from catalogue import load_catalogue
-from config import Config
 from engines import base
 from engines.base import EngineError, ModelUnfit, ProviderUnavailable
 from engines.models import breaker, chain, checks, llm, local_llm, provider_transport, providers
-from tests.fakes import FakeOpenAI
+from tests.helpers import bare_app
 
 PARAMS = {
     "system": "You write product taglines.",
     "prompt": "Write a tagline for {product}, aimed at {audience}.",
 }
 INPUTS = {"product": "a solar lantern", "audience": "campers"}
-
-
-@pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-def make_app(base_url=None, **overrides):
-    app = Flask(__name__)
-    app.config.from_object(Config)
-    app.config.update({"AI_BASE_URL": base_url, "AI_TIMEOUT_SECONDS": 2.0, **overrides})
-    return app
 
 
 @pytest.fixture(autouse=True)
@@ -47,10 +32,10 @@ def no_local_model(monkeypatch):
 
 
 @pytest.fixture
-def ai_app(fake, no_local_model):
-    """The provider only: tests here see exactly what reached the wire."""
-    with make_app(fake.base_url).app_context() as context:
-        yield context
+def ai_app(ai_app, no_local_model):
+    """The provider only (tests/engines/conftest.py's ``ai_app`` without the embedded model):
+    tests here see exactly what reached the wire."""
+    return ai_app
 
 
 @pytest.fixture
@@ -81,8 +66,8 @@ def run(**params):
     return llm.LlmChatEngine().run(dict(INPUTS), {**PARAMS, **params})
 
 
-def sent_messages(fake, index=0):
-    return fake.calls("/v1/chat/completions")[index].json["messages"]
+def sent_messages(fake_provider, index=0):
+    return fake_provider.calls("/v1/chat/completions")[index].json["messages"]
 
 
 # --- params and the template -------------------------------------------------------------
@@ -161,12 +146,12 @@ def test_render_refuses_a_name_that_is_not_an_input():
         llm.render("{__class__}", {"text": "x"})
 
 
-def test_a_template_injection_attempt_in_an_input_reaches_the_model_as_text(ai_app, fake):
+def test_a_template_injection_attempt_in_an_input_reaches_the_model_as_text(ai_app, fake_provider):
     inputs = {"product": "{__class__.__init__.__globals__}", "audience": "{audience}"}
 
     llm.LlmChatEngine().run(inputs, PARAMS)
 
-    assert sent_messages(fake)[1]["content"] == (
+    assert sent_messages(fake_provider)[1]["content"] == (
         "Write a tagline for {__class__.__init__.__globals__}, aimed at {audience}."
     )
 
@@ -174,10 +159,12 @@ def test_a_template_injection_attempt_in_an_input_reaches_the_model_as_text(ai_a
 # --- what reaches the model --------------------------------------------------------------
 
 
-def test_the_request_carries_the_system_prompt_format_instruction_and_defaults(ai_app, fake):
+def test_the_request_carries_the_system_prompt_format_instruction_and_defaults(
+    ai_app, fake_provider
+):
     run()
 
-    (request,) = fake.calls("/v1/chat/completions")
+    (request,) = fake_provider.calls("/v1/chat/completions")
     assert request.json["messages"] == [
         {
             "role": "system",
@@ -190,83 +177,87 @@ def test_the_request_carries_the_system_prompt_format_instruction_and_defaults(a
     assert "response_format" not in request.json
 
 
-def test_params_set_temperature_and_max_tokens(ai_app, fake):
+def test_params_set_temperature_and_max_tokens(ai_app, fake_provider):
     run(temperature=0.1, max_tokens=64)
 
-    request = fake.calls("/v1/chat/completions")[0].json
+    request = fake_provider.calls("/v1/chat/completions")[0].json
     assert (request["temperature"], request["max_tokens"]) == (0.1, 64)
 
 
 # --- output formats ----------------------------------------------------------------------
 
 
-def test_text_format_returns_the_stripped_answer(ai_app, fake):
-    fake.reply("  Light that follows the sun.\n")
+def test_text_format_returns_the_stripped_answer(ai_app, fake_provider):
+    fake_provider.reply("  Light that follows the sun.\n")
     assert run() == {"text": "Light that follows the sun."}
 
 
-def test_markdown_format_unwraps_a_fenced_answer(ai_app, fake):
-    fake.reply("```markdown\n# Title\n\n- point\n```")
+def test_markdown_format_unwraps_a_fenced_answer(ai_app, fake_provider):
+    fake_provider.reply("```markdown\n# Title\n\n- point\n```")
     assert run(format="markdown") == {"text": "# Title\n\n- point"}
-    assert sent_messages(fake)[0]["content"].endswith("Format the answer in Markdown.")
+    assert sent_messages(fake_provider)[0]["content"].endswith("Format the answer in Markdown.")
 
 
-def test_list_format_parses_bullets_and_numbers_and_drops_the_preamble(ai_app, fake):
-    fake.reply("Here are some ideas:\n\n1. Sun by day\n2) Glow by night\n- Pack light\n* Go far\n")
+def test_list_format_parses_bullets_and_numbers_and_drops_the_preamble(ai_app, fake_provider):
+    fake_provider.reply(
+        "Here are some ideas:\n\n1. Sun by day\n2) Glow by night\n- Pack light\n* Go far\n"
+    )
     assert run(format="list") == {"items": ["Sun by day", "Glow by night", "Pack light", "Go far"]}
 
 
-def test_list_format_without_bullets_takes_each_line(ai_app, fake):
-    fake.reply("Sun by day\n\nGlow by night")
+def test_list_format_without_bullets_takes_each_line(ai_app, fake_provider):
+    fake_provider.reply("Sun by day\n\nGlow by night")
     assert run(format="list") == {"items": ["Sun by day", "Glow by night"]}
 
 
-def test_json_format_asks_for_an_object_and_extracts_it_from_prose(ai_app, fake):
-    fake.reply('Sure! ```json\n{"tagline": "Glow {on}", "nested": {"n": 1}}\n``` Enjoy.')
+def test_json_format_asks_for_an_object_and_extracts_it_from_prose(ai_app, fake_provider):
+    fake_provider.reply('Sure! ```json\n{"tagline": "Glow {on}", "nested": {"n": 1}}\n``` Enjoy.')
 
     assert run(format="json") == {"tagline": "Glow {on}", "nested": {"n": 1}}
-    assert fake.calls("/v1/chat/completions")[0].json["response_format"] == {"type": "json_object"}
+    assert fake_provider.calls("/v1/chat/completions")[0].json["response_format"] == {
+        "type": "json_object"
+    }
 
 
-def test_json_format_with_the_fake_servers_own_json_mode(ai_app, fake):
+def test_json_format_with_the_fake_servers_own_json_mode(ai_app, fake_provider):
     output = run(format="json")
     assert set(output) == {"answer", "digest"}
 
 
-def test_json_format_repairs_a_malformed_answer_once(ai_app, fake):
-    fake.reply('{"tagline": "unterminated', '{"tagline": "Glow on"}')
+def test_json_format_repairs_a_malformed_answer_once(ai_app, fake_provider):
+    fake_provider.reply('{"tagline": "unterminated', '{"tagline": "Glow on"}')
 
     assert run(format="json") == {"tagline": "Glow on"}
 
-    repair = sent_messages(fake, 1)
+    repair = sent_messages(fake_provider, 1)
     assert repair[2] == {"role": "assistant", "content": '{"tagline": "unterminated'}
     assert repair[3]["role"] == "user" and "not a valid JSON object" in repair[3]["content"]
-    assert fake.calls("/v1/chat/completions")[1].json["temperature"] == 0.2
+    assert fake_provider.calls("/v1/chat/completions")[1].json["temperature"] == 0.2
 
 
-def test_json_format_gives_up_after_one_repair(ai_app, fake):
-    fake.reply("no json here", "still [none]")
+def test_json_format_gives_up_after_one_repair(ai_app, fake_provider):
+    fake_provider.reply("no json here", "still [none]")
 
     with pytest.raises(ProviderUnavailable) as caught:
         run(format="json")
 
     assert caught.value.message == "the model returned malformed output"
-    assert len(fake.calls("/v1/chat/completions")) == 2
+    assert len(fake_provider.calls("/v1/chat/completions")) == 2
 
 
-def test_json_output_schema_is_sent_and_enforced(ai_app, fake):
+def test_json_output_schema_is_sent_and_enforced(ai_app, fake_provider):
     schema = {
         "type": "object",
         "additionalProperties": False,
         "required": ["tagline", "score"],
         "properties": {"tagline": {"type": "string"}, "score": {"type": "integer", "maximum": 10}},
     }
-    fake.reply('{"tagline": "x", "score": 99}')  # violates the schema: repaired
+    fake_provider.reply('{"tagline": "x", "score": 99}')  # violates the schema: repaired
 
     output = llm.generate(INPUTS, {**PARAMS, "format": "json"}, output_schema=schema)
 
     Draft202012Validator(schema).validate(output)
-    first, second = fake.calls("/v1/chat/completions")
+    first, second = fake_provider.calls("/v1/chat/completions")
     assert first.json["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "output", "schema": schema},
@@ -277,19 +268,21 @@ def test_json_output_schema_is_sent_and_enforced(ai_app, fake):
     )
 
 
-def test_an_empty_answer_is_asked_again(ai_app, fake):
-    fake.reply("   ", "Second try.")
+def test_an_empty_answer_is_asked_again(ai_app, fake_provider):
+    fake_provider.reply("   ", "Second try.")
     assert run() == {"text": "Second try."}
 
 
 # --- the chain ---------------------------------------------------------------------------
 
 
-def test_the_chain_falls_back_to_the_local_model_when_the_provider_is_down(fake, local_answers):
-    fake.fail_next(3, status=503)
-    with make_app(fake.base_url).app_context():
+def test_the_chain_falls_back_to_the_local_model_when_the_provider_is_down(
+    fake_provider, local_answers
+):
+    fake_provider.fail_next(3, status=503)
+    with bare_app(fake_provider.base_url).app_context():
         assert run() == {"text": "local answer"}
-    assert len(fake.calls("/v1/chat/completions")) == 3
+    assert len(fake_provider.calls("/v1/chat/completions")) == 3
     ((messages, options),) = local_answers
     assert messages[1]["content"] == "Write a tagline for a solar lantern, aimed at campers."
     assert options == {
@@ -301,59 +294,68 @@ def test_the_chain_falls_back_to_the_local_model_when_the_provider_is_down(fake,
 
 
 def test_on_the_io_worker_a_failing_provider_fails_the_run_instead(
-    fake, local_answers, monkeypatch
+    fake_provider, local_answers, monkeypatch
 ):
     """The I/O worker turns the embedded fallback off: the model would compute in one of its
     greenlets and hold every other run of the process."""
     monkeypatch.setattr(chain, "embedded_fallback", False)
-    fake.fail_next(3, status=503)
-    with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable):
+    fake_provider.fail_next(3, status=503)
+    with bare_app(fake_provider.base_url).app_context(), pytest.raises(ProviderUnavailable):
         run()
     assert local_answers == []
 
 
-def test_the_provider_comes_first_when_it_answers(fake, local_answers):
-    with make_app(fake.base_url).app_context():
+def test_the_provider_comes_first_when_it_answers(fake_provider, local_answers):
+    with bare_app(fake_provider.base_url).app_context():
         assert run()["text"].startswith("Deterministic answer")
     assert local_answers == []
 
 
 def test_without_a_provider_the_local_model_serves(local_answers):
-    with make_app(None).app_context():
+    with bare_app(None).app_context():
         assert run() == {"text": "local answer"}
         assert llm.LlmChatEngine().unavailable_reason() is None
 
 
-def test_when_every_link_fails_the_error_names_what_was_tried(fake, monkeypatch, local_answers):
+def test_when_every_link_fails_the_error_names_what_was_tried(
+    fake_provider, monkeypatch, local_answers
+):
     def broken(messages, **options):
         raise ProviderUnavailable("The embedded text model failed: out of memory.", retry_after=5)
 
     monkeypatch.setattr(local_llm, "complete", broken)
-    fake.fail_next(3, status=503)
-    with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable) as caught:
+    fake_provider.fail_next(3, status=503)
+    with (
+        bare_app(fake_provider.base_url).app_context(),
+        pytest.raises(ProviderUnavailable) as caught,
+    ):
         run()
 
+    url = fake_provider.base_url
     assert caught.value.message == (
-        f"No text generation provider could serve (tried the model provider at {fake.base_url}, "
-        f"then the embedded model (test.gguf)). The model provider at {fake.base_url} did not "
+        f"No text generation provider could serve (tried the model provider at {url}, then the "
+        f"embedded model (test.gguf)). The model provider at {url} did not "
         "answer /chat/completions after 3 attempts (last problem: HTTP 503). "
         "The embedded text model failed: out of memory."
     )
     assert caught.value.retry_after == 5
 
 
-def test_an_input_refusal_does_not_fall_back(fake, local_answers):
-    fake.fail_next(1, status=400)
-    with make_app(fake.base_url).app_context(), pytest.raises(EngineError):
+def test_an_input_refusal_does_not_fall_back(fake_provider, local_answers):
+    fake_provider.fail_next(1, status=400)
+    with bare_app(fake_provider.base_url).app_context(), pytest.raises(EngineError):
         run()
     assert local_answers == []
 
 
-def test_chat_with_images_skips_the_local_model(fake, local_answers):
+def test_chat_with_images_skips_the_local_model(fake_provider, local_answers):
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
     messages = [{"role": "user", "content": [{"type": "text", "text": "Describe."}, image]}]
-    fake.fail_next(3, status=503)
-    with make_app(fake.base_url).app_context(), pytest.raises(ProviderUnavailable) as caught:
+    fake_provider.fail_next(3, status=503)
+    with (
+        bare_app(fake_provider.base_url).app_context(),
+        pytest.raises(ProviderUnavailable) as caught,
+    ):
         chain.reply(messages, temperature=0, max_tokens=10)
     assert caught.value.message.startswith("No image understanding provider could serve")
     assert local_answers == []
@@ -374,7 +376,7 @@ def test_provider_only_capabilities_name_the_setting_when_nothing_is_configured(
         f"{capability[0].upper()}{capability[1:]} needs a model provider: set AI_BASE_URL to an "
         "OpenAI-compatible API (and AI_API_KEY if it needs one)."
     )
-    with make_app(None).app_context():
+    with bare_app(None).app_context():
         assert chain.unavailable_reason(capability) == expected
         with pytest.raises(ProviderUnavailable) as caught:
             call()
@@ -382,7 +384,7 @@ def test_provider_only_capabilities_name_the_setting_when_nothing_is_configured(
 
 
 def test_with_no_provider_and_no_local_model_text_names_both_remedies(no_local_model):
-    with make_app(None).app_context():
+    with bare_app(None).app_context():
         reason = llm.LlmChatEngine().unavailable_reason()
         with pytest.raises(ProviderUnavailable) as caught:
             run()
@@ -390,8 +392,8 @@ def test_with_no_provider_and_no_local_model_text_names_both_remedies(no_local_m
     assert "set AI_BASE_URL" in reason and "requirements-models.txt" in reason
 
 
-def test_the_engine_is_available_with_a_provider_alone(fake, no_local_model):
-    with make_app(fake.base_url).app_context():
+def test_the_engine_is_available_with_a_provider_alone(fake_provider, no_local_model):
+    with bare_app(fake_provider.base_url).app_context():
         assert llm.LlmChatEngine().unavailable_reason() is None
 
 
@@ -399,7 +401,7 @@ def test_the_engine_is_available_with_a_provider_alone(fake, no_local_model):
 
 
 def test_a_missing_gguf_setting_is_reported():
-    with make_app(None, LOCAL_LLM_GGUF="/nonexistent/model.gguf").app_context():
+    with bare_app(None, LOCAL_LLM_GGUF="/nonexistent/model.gguf").app_context():
         reason = local_llm.unavailable_reason()
     if importlib.util.find_spec("xllamacpp") is None:
         assert "xllamacpp" in reason
@@ -415,7 +417,7 @@ needs_local_model = pytest.mark.skipif(
 
 @needs_local_model
 def test_the_embedded_smollm2_model_answers_for_real():
-    with make_app(None).app_context():
+    with bare_app(None).app_context():
         assert local_llm.gguf_path().endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
         assert local_llm.unavailable_reason() is None
 
@@ -436,7 +438,7 @@ def test_a_fixed_seed_gives_the_same_answer_to_the_same_input():
     ask = [{"role": "user", "content": "Write two sentences about a cat."}]
 
     def answers(seed):
-        with make_app(None, LOCAL_LLM_SEED=seed).app_context():
+        with bare_app(None, LOCAL_LLM_SEED=seed).app_context():
             return {local_llm.complete(ask, temperature=0.9, max_tokens=30).text for _ in range(3)}
 
     assert len(answers(7)) == 1
@@ -456,7 +458,7 @@ CODE = {"code": "def area(w, h):\n    return w * h"}
 
 def test_an_embedded_answer_that_loops_is_asked_again_insisting(local_answers):
     local_answers.answers += [LOOP, "Light that follows the sun."]
-    with make_app(None).app_context():
+    with bare_app(None).app_context():
         assert run() == {"text": "Light that follows the sun."}
 
     (first, options), (again, insisting) = local_answers
@@ -466,7 +468,7 @@ def test_an_embedded_answer_that_loops_is_asked_again_insisting(local_answers):
 
 def test_an_embedded_answer_that_fails_twice_is_refused(local_answers):
     local_answers.answers += [LOOP, LOOP]
-    with make_app(None).app_context(), pytest.raises(ModelUnfit) as caught:
+    with bare_app(None).app_context(), pytest.raises(ModelUnfit) as caught:
         run()
 
     assert len(local_answers) == 2
@@ -475,16 +477,16 @@ def test_an_embedded_answer_that_fails_twice_is_refused(local_answers):
 
 def test_an_embedded_answer_handing_the_input_back_is_refused(local_answers):
     local_answers.answers += [CODE["code"], CODE["code"] + "\n"]
-    with make_app(None).app_context(), pytest.raises(ModelUnfit):
+    with bare_app(None).app_context(), pytest.raises(ModelUnfit):
         llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS)
 
 
-def test_a_providers_answer_is_held_to_its_format_alone(ai_app, fake):
-    fake.reply(CODE["code"], LOOP)
+def test_a_providers_answer_is_held_to_its_format_alone(ai_app, fake_provider):
+    fake_provider.reply(CODE["code"], LOOP)
 
     assert llm.LlmChatEngine().run(dict(CODE), CODE_PARAMS) == {"text": CODE["code"]}
     assert run() == {"text": LOOP.strip()}
-    assert len(fake.calls("/v1/chat/completions")) == 2
+    assert len(fake_provider.calls("/v1/chat/completions")) == 2
 
 
 LIST_SCHEMA = {
@@ -496,7 +498,7 @@ LIST_SCHEMA = {
 
 def test_a_list_tool_holds_the_embedded_model_to_its_schema(local_answers):
     local_answers.answers.append('{"items": ["Sun by day", " Glow by night "]}')
-    with make_app(None).app_context():
+    with bare_app(None).app_context():
         output = llm.generate(INPUTS, {**PARAMS, "format": "list"}, output_schema=LIST_SCHEMA)
 
     assert output == {"items": ["Sun by day", "Glow by night"]}
@@ -507,25 +509,25 @@ def test_a_list_tool_holds_the_embedded_model_to_its_schema(local_answers):
     }
 
 
-def test_a_list_tool_on_the_provider_gets_plain_lines(ai_app, fake):
-    fake.reply("- Sun by day\n- Glow by night")
+def test_a_list_tool_on_the_provider_gets_plain_lines(ai_app, fake_provider):
+    fake_provider.reply("- Sun by day\n- Glow by night")
     output = llm.generate(INPUTS, {**PARAMS, "format": "list"}, output_schema=LIST_SCHEMA)
     assert output == {"items": ["Sun by day", "Glow by night"]}
-    assert "response_format" not in fake.calls("/v1/chat/completions")[0].json
+    assert "response_format" not in fake_provider.calls("/v1/chat/completions")[0].json
 
 
-def test_the_model_that_answered_is_noted(fake, local_answers):
-    with make_app(fake.base_url).app_context(), base.models_noted() as names:
+def test_the_model_that_answered_is_noted(fake_provider, local_answers):
+    with bare_app(fake_provider.base_url).app_context(), base.models_noted() as names:
         run()
     assert names == ["gpt-4o-mini"]
 
-    fake.fail_next(3, status=503)
-    with make_app(fake.base_url).app_context(), base.models_noted() as names:
+    fake_provider.fail_next(3, status=503)
+    with bare_app(fake_provider.base_url).app_context(), base.models_noted() as names:
         run()
     assert names == ["test"]
 
 
-def test_a_provider_only_capability_notes_its_configured_model(ai_app, fake):
+def test_a_provider_only_capability_notes_its_configured_model(ai_app, fake_provider):
     with base.models_noted() as names:
         chain.generate_images("a red square", n=1, size="256x256")
         chain.embed(["a"])

@@ -4,15 +4,13 @@ import io
 import wave
 
 import pytest
-from flask import Flask
 
-from config import Config
 from engines import get_engine
 from engines.base import EngineError, ModelUnfit, ProviderUnavailable
 from engines.blob import Blob
 from engines.models import breaker, productions, provider_transport, providers
 from tests.engines.fixtures import epub_document, solid_image, wav_seconds
-from tests.fakes import FakeOpenAI
+from tests.helpers import bare_app
 
 
 @pytest.fixture(autouse=True)
@@ -21,29 +19,17 @@ def no_backoff(monkeypatch):
 
 
 @pytest.fixture
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def provider(fake):
-    """An app context whose settings name the fake server as the model provider."""
-    app = Flask(__name__)
-    app.config.from_object(Config)
-    app.config.update(AI_BASE_URL=fake.base_url, AI_TIMEOUT_SECONDS=5.0)
+def provider(fake_provider):
+    """An app context whose settings name ``fake_provider`` as the model provider; yields it."""
     breaker.reset_breakers()
-    with app.app_context():
-        yield fake
+    with bare_app(fake_provider.base_url, AI_TIMEOUT_SECONDS=5.0).app_context():
+        yield fake_provider
     breaker.reset_breakers()
 
 
 @pytest.fixture
 def no_provider():
-    app = Flask(__name__)
-    app.config.from_object(Config)
-    app.config.update(AI_BASE_URL=None)
-    with app.app_context():
+    with bare_app(None).app_context():
         yield
 
 

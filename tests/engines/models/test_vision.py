@@ -10,8 +10,8 @@ from config import Config
 from engines.base import EngineError, ProviderUnavailable
 from engines.blob import Blob
 from engines.models import llm, local_llm, providers, vision
-from tests.engines.conftest import app_with
 from tests.fakes.openai_server import make_png
+from tests.helpers import bare_app
 
 PNG = make_png(4, 3, b"\x10\x20\x30")
 JPEG = b"\xff\xd8\xff\xe0" + b"jpeg bytes"
@@ -36,8 +36,8 @@ SCHEMA = {
 pytestmark = pytest.mark.usefixtures("no_provider_waits")
 
 
-def sent(fake, index=0):
-    return fake.calls("/v1/chat/completions")[index].json
+def sent(fake_provider, index=0):
+    return fake_provider.calls("/v1/chat/completions")[index].json
 
 
 def data_uri(data: bytes, content_type: str = "image/png") -> str:
@@ -160,11 +160,13 @@ def test_a_missing_image_is_an_engine_error_naming_the_field(value):
 # --- through the provider ----------------------------------------------------------------
 
 
-def test_a_text_answer_is_shaped_and_the_provider_sees_system_prompt_and_image(ai_app, fake):
+def test_a_text_answer_is_shaped_and_the_provider_sees_system_prompt_and_image(
+    ai_app, fake_provider
+):
     output = ENGINE.run(dict(INPUTS), PARAMS)
 
     assert output["text"].startswith("Deterministic answer ")
-    body = sent(fake)
+    body = sent(fake_provider)
     assert body["messages"] == [
         {
             "role": "system",
@@ -177,13 +179,13 @@ def test_a_text_answer_is_shaped_and_the_provider_sees_system_prompt_and_image(a
     assert "response_format" not in body
 
 
-def test_a_json_tool_holds_the_model_to_its_output_schema(ai_app, fake):
+def test_a_json_tool_holds_the_model_to_its_output_schema(ai_app, fake_provider):
     params = {**PARAMS, "format": "json", "temperature": 0.0, "max_tokens": 300}
 
     output = vision.generate(dict(INPUTS), params, output_schema=SCHEMA)
 
     Draft202012Validator(SCHEMA).validate(output)
-    body = sent(fake)
+    body = sent(fake_provider)
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "output", "schema": SCHEMA},
@@ -191,32 +193,32 @@ def test_a_json_tool_holds_the_model_to_its_output_schema(ai_app, fake):
     assert (body["temperature"], body["max_tokens"]) == (0.0, 300)
 
 
-def test_an_answer_off_the_schema_is_asked_for_again_with_the_images(ai_app, fake):
-    fake.reply('{"caption": ""}', json.dumps({"caption": "A jug.", "objects": ["jug"]}))
+def test_an_answer_off_the_schema_is_asked_for_again_with_the_images(ai_app, fake_provider):
+    fake_provider.reply('{"caption": ""}', json.dumps({"caption": "A jug.", "objects": ["jug"]}))
     params = {**PARAMS, "format": "json"}
 
     output = vision.generate(dict(INPUTS), params, output_schema=SCHEMA)
 
     assert output == {"caption": "A jug.", "objects": ["jug"]}
-    repair = sent(fake, 1)["messages"]
+    repair = sent(fake_provider, 1)["messages"]
     assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
     assert repair[1]["content"][1]["type"] == "image_url"
     assert "matching the schema" in repair[3]["content"]
 
 
-def test_two_malformed_answers_are_provider_unavailable(ai_app, fake):
-    fake.reply("no json here", "still none")
+def test_two_malformed_answers_are_provider_unavailable(ai_app, fake_provider):
+    fake_provider.reply("no json here", "still none")
     with pytest.raises(ProviderUnavailable, match=llm.MALFORMED):
         vision.generate(dict(INPUTS), {**PARAMS, "format": "json"}, output_schema=SCHEMA)
 
 
-def test_a_list_answer_is_split_into_items(ai_app, fake):
-    fake.reply("- a jug\n- a bowl")
+def test_a_list_answer_is_split_into_items(ai_app, fake_provider):
+    fake_provider.reply("- a jug\n- a bowl")
     assert ENGINE.run(dict(INPUTS), {**PARAMS, "format": "list"}) == {"items": ["a jug", "a bowl"]}
 
 
-def test_a_failing_provider_is_provider_unavailable_for_image_understanding(ai_app, fake):
-    fake.fail_next(3, status=500)
+def test_a_failing_provider_is_provider_unavailable_for_image_understanding(ai_app, fake_provider):
+    fake_provider.fail_next(3, status=500)
     with pytest.raises(ProviderUnavailable, match="No image understanding provider could serve"):
         ENGINE.run(dict(INPUTS), PARAMS)
 
@@ -225,7 +227,7 @@ def test_without_a_provider_images_never_go_to_the_embedded_model(monkeypatch):
     monkeypatch.setattr(local_llm, "unavailable_reason", lambda: None)
     monkeypatch.setattr(local_llm, "complete", lambda *a, **k: pytest.fail("sent locally"))
 
-    with app_with(None).app_context():
+    with bare_app(None).app_context():
         reason = ENGINE.unavailable_reason()
         with pytest.raises(ProviderUnavailable) as caught:
             ENGINE.run(dict(INPUTS), PARAMS)
@@ -237,7 +239,7 @@ def test_without_a_provider_images_never_go_to_the_embedded_model(monkeypatch):
     assert caught.value.message == reason
 
 
-def test_the_fake_provider_refuses_an_image_part_that_is_not_an_image(ai_app, fake):
+def test_the_fake_provider_refuses_an_image_part_that_is_not_an_image(ai_app, fake_provider):
     # The fake checks image parts as OpenAI does, so the API tests would catch a wrong part.
     bad = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x.png"}}]}]
     with pytest.raises(EngineError, match="Invalid image_url"):

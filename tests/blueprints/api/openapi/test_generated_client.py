@@ -23,7 +23,6 @@ import pytest
 from catalogue import load_catalogue, load_workflows
 from extensions import db
 from services import accounts, keys
-from tests.fakes import FakeOpenAI
 from tests.helpers import embedded_app_at
 
 PACKAGE = "svc_client"
@@ -79,15 +78,13 @@ def warnings_in(output: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def fake():
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory, fake):
+def app(tmp_path_factory, fake_provider):
+    """The embedded default with ``fake_provider`` as its model provider, one for the module
+    (the client is generated once from its document): another app than conftest's (a SQLite
+    file, no Redis, module-scoped), so ``app`` is redefined here rather than given
+    ``app_settings``."""
     path = tmp_path_factory.mktemp("generated-client") / "runs.db"
-    with embedded_app_at(path, AI_BASE_URL=fake.base_url, AI_TIMEOUT_SECONDS=5.0) as app:
+    with embedded_app_at(path, AI_BASE_URL=fake_provider.base_url, AI_TIMEOUT_SECONDS=5.0) as app:
         yield app
 
 

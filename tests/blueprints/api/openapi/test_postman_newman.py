@@ -13,7 +13,6 @@ import pytest
 import requests
 
 from blueprints.api.openapi.postman import LiveRun, openapi_to_postman
-from tests.fakes import FakeOpenAI
 from tests.helpers import IN_CI, ROOT, needs_pg, needs_redis
 
 NEWMAN = ROOT / "node_modules" / ".bin" / "newman"
@@ -35,19 +34,18 @@ def newman():
 
 
 @pytest.fixture
-def deployment(monkeypatch, request):
-    """The base URL of gunicorn and an RQ worker whose model provider is a fake
-    OpenAI-compatible server on loopback (model-backed tools answer in milliseconds, as
-    with a real provider) and whose webhooks may target loopback (the test's receiver)."""
-    with FakeOpenAI() as provider:
-        monkeypatch.setenv("AI_BASE_URL", provider.base_url)
-        monkeypatch.setenv("AI_API_KEY", "test")
-        monkeypatch.setenv("FETCH_ALLOW_PRIVATE", "true")
-        # The deployment's own RUN_RECORD_DELAY (50 ms): a status request right after an
-        # inline run finds it before its batch is written (services/recorder.py, pending).
-        base = request.getfixturevalue("live_server")
-        request.getfixturevalue("rq_worker")
-        yield base
+def deployment(provider_in_env, monkeypatch, request):
+    """The base URL of gunicorn and an RQ worker whose model provider is the fake
+    OpenAI-compatible server on loopback (``provider_in_env``: model-backed tools answer in
+    milliseconds, as with a real provider) and whose webhooks may target loopback (the
+    test's receiver)."""
+    monkeypatch.setenv("AI_API_KEY", "test")
+    monkeypatch.setenv("FETCH_ALLOW_PRIVATE", "true")
+    # The deployment's own RUN_RECORD_DELAY (50 ms): a status request right after an
+    # inline run finds it before its batch is written (services/recorder.py, pending).
+    base = request.getfixturevalue("live_server")
+    request.getfixturevalue("rq_worker")
+    return base
 
 
 def run_newman(newman, collection_file, report_file, *env_vars: str):
