@@ -24,13 +24,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != ROOT / "bench"]
-sys.path.insert(0, str(ROOT))
+# Run as a script, Python puts bench/ first on the path, where its files would shadow the
+# project's packages: the repository root goes there instead.
+BENCH = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != BENCH]
+sys.path.insert(0, str(BENCH.parent))
 
 import yaml  # noqa: E402
 
-RESULTS_FILE = ROOT / "bench" / "results" / "assistant.json"
+from bench.harness import RESULTS_DIR, ROOT, percentile  # noqa: E402
+
+RESULTS_FILE = RESULTS_DIR / "assistant.json"
 GOLDEN = ROOT / "tests" / "services" / "assistant_golden.yaml"
 
 
@@ -49,11 +53,6 @@ def make_app(**settings):
             **settings,
         }
     )
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
 def quality(index, golden: list[dict]) -> dict:
@@ -81,7 +80,7 @@ def latency(app, golden: list[dict], rounds: int) -> dict:
     return {
         "answers": len(timings),
         "p50_ms": round(statistics.median(timings), 2),
-        "p99_ms": round(percentile(timings, 0.99), 2),
+        "p99_ms": round(percentile(timings, 99), 2),
         "modes": modes,
     }
 

@@ -35,24 +35,39 @@ import contextlib
 import http.client
 import json
 import os
-import re
-import secrets
 import shlex
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "bench" / "results"
-LOOPBACK = "127.0.0.1"
+# Run as a script, Python puts bench/ first on the path, where its files would shadow the
+# project's packages: the repository root goes there instead.
+BENCH = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != BENCH]
+sys.path.insert(0, str(BENCH.parent))
+
+from bench import faults_chaos, faults_records  # noqa: E402
+from bench.harness import (  # noqa: E402
+    LOOPBACK,
+    RESULTS_DIR,
+    ROOT,
+    SAMPLE_TEXT,
+    SetupFailed,
+    WebServer,
+    add_service_options,
+    fetch,
+    free_port,
+    loopback_web_args,
+    percentile,
+    procfile_command,
+    product_env,
+    report_header,
+)
 
 # The web command of the Procfile before issue 13 (2 gthread workers x 4 threads).
 GTHREAD_WEB_COMMAND = (
@@ -65,170 +80,11 @@ HALF_BODY = (
     b"POST /v1/tools/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
     b'Content-Length: 1000\r\n\r\n{"slug": "word-counter", "input": "half a bo'
 )
-SAMPLE_TEXT = "Flask is a lightweight web framework. It keeps the core small and easy to extend."
 # The goal (issue 13): normal requests keep a p99 under this while the clients are slow.
 GOAL_P99_S = 1.0
 
 
-class SetupFailed(Exception):
-    """The run could not be set up; the message says what failed."""
-
-
-# --------------------------------------------------------------------------- the deployment
-
-
-def procfile_command(process: str = "web") -> str:
-    """The Procfile's command line for ``process``."""
-    for line in (ROOT / "Procfile").read_text().splitlines():
-        name, sep, command = line.partition(":")
-        if sep and name.strip() == process:
-            return command.strip()
-    raise SetupFailed(f"the Procfile has no {process!r} process")
-
-
-def expand(command: str, env: dict[str, str]) -> list[str]:
-    """``command`` as the shell would run it: ``${NAME:-default}``, ``${NAME}`` and ``$NAME``
-    filled from ``env``, then split into words."""
-
-    def fill(found: re.Match) -> str:
-        name = found.group(1) or found.group(3)
-        value = env.get(name, "")
-        if found.group(2) is not None and not value:
-            return found.group(2)
-        return value
-
-    filled = re.sub(r"\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)", fill, command)
-    return shlex.split(filled)
-
-
-def loopback_web_args(command: str, env: dict[str, str], port: int) -> list[str]:
-    """The web command's words with its ``--bind`` on the loopback ``port``, and gunicorn
-    (or any other first word) taken from this interpreter's environment when it is there."""
-    args = expand(command, {**env, "PORT": str(port)})
-    bound = False
-    for i, arg in enumerate(args):
-        if arg in ("--bind", "-b") and i + 1 < len(args):
-            args[i + 1], bound = f"{LOOPBACK}:{port}", True
-        elif arg.startswith("--bind="):
-            args[i], bound = f"--bind={LOOPBACK}:{port}", True
-    if not bound:
-        raise SetupFailed(f"the web command has no --bind to move to the loopback: {command}")
-    local = Path(sys.executable).with_name(args[0])
-    if local.exists():
-        args[0] = str(local)
-    return args
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
-
-
-def product_env(database_url: str, redis_url: str | None, port: int, **extra: str) -> dict:
-    """The environment of a production deployment on these services."""
-    env = dict(os.environ)
-    for name in ("FLASK_APP", "FLASK_ENV", "FLASK_DEBUG", "AI_BASE_URL", "AI_API_KEY", "REDIS_URL"):
-        env.pop(name, None)
-    env.update(
-        DATABASE_URL=database_url,
-        SECRET_KEY=env.get("SECRET_KEY") or "faults",
-        APP_ENV="production",
-        PUBLIC_BASE_URL=f"http://{LOOPBACK}:{port}",
-        **extra,
-    )
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    return env
-
-
-def flask_command(env: dict, *args: str) -> str:
-    """Run ``flask --app app ARGS`` (the operator commands); its output, or SetupFailed."""
-    command = [sys.executable, "-m", "flask", "--app", "app", *args]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise SetupFailed(
-            f"command failed (exit {done.returncode}): flask --app app {' '.join(args)}\n"
-            f"{done.stdout.strip()}\n{done.stderr.strip()}"
-        )
-    return done.stdout
-
-
-def create_key(env: dict) -> str:
-    """Migrate, then an Agency account and a key whose limits never refuse; the raw key."""
-    flask_command(env, "db", "upgrade")
-    email = f"faults-{secrets.token_hex(4)}@example.com"
-    flask_command(env, "accounts", "create", email, "--plan", "agency")
-    created = flask_command(env, "keys", "create", email, "--name", "faults")
-    found = re.search(r"Created (?:sandbox )?key (\S+) \(", created)
-    if not found:
-        raise SetupFailed(f"unexpected output of `keys create`:\n{created}")
-    limits = ("--per-minute", "100000000", "--daily", "100000000")
-    flask_command(env, "keys", "set-limits", found.group(1), *limits)
-    return created.strip().splitlines()[-1].strip()
-
-
-class WebServer:
-    """A web command in its own process group (so that ``stop`` reaches every worker)."""
-
-    def __init__(self, args: list[str], env: dict, port: int, log_path: Path):
-        self.args, self.env, self.port, self.log_path = args, env, port, log_path
-        self.process: subprocess.Popen | None = None
-
-    def start(self, ready_path: str = "/v1/health", timeout: float = 60) -> WebServer:
-        with self.log_path.open("w") as log:
-            self.process = subprocess.Popen(
-                self.args,
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SetupFailed(f"the web command exited: {shlex.join(self.args)}\n{self.log()}")
-            with contextlib.suppress(OSError, http.client.HTTPException):
-                if request(self.port, "GET", ready_path, timeout=10)[0] < 500:
-                    return self
-            time.sleep(0.2)
-        self.stop()
-        raise SetupFailed(f"the web command did not answer within {timeout:.0f} s\n{self.log()}")
-
-    def log(self, lines: int = 30) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text().splitlines()[-lines:])
-        return ""
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL for a group that lingers."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
-
-
 # --------------------------------------------------------------------------- clients
-
-
-def request(port: int, method: str, path: str, headers: dict | None = None, body: bytes = b"",
-            timeout: float = 5) -> tuple[int, bytes]:  # fmt: skip
-    """One request on a new connection: (status, body)."""
-    conn = http.client.HTTPConnection(LOOPBACK, port, timeout=timeout)
-    try:
-        conn.request(method, path, body=body or None, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
 
 
 def normal_requests(raw_key: str) -> list[tuple[str, str, dict, bytes]]:
@@ -260,8 +116,7 @@ class Latencies:
 
     def percentile(self, p: float) -> float:
         """Nearest rank over every request (an unanswered one counts as its timeout)."""
-        ordered = sorted(self.seconds)
-        return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] if ordered else 0.0
+        return percentile(self.seconds, p)
 
 
 def send_normal_requests(port: int, raw_key: str, seconds: float, clients: int = 2,
@@ -278,7 +133,7 @@ def send_normal_requests(port: int, raw_key: str, seconds: float, clients: int =
             turn += 1
             began = time.monotonic()
             try:
-                status, _ = request(port, method, path, headers, body, timeout=timeout)
+                status = fetch(port, method, path, headers, body, timeout=timeout).status
                 failure = None if 200 <= status < 300 else f"{method} {path}: {status}"
             except (OSError, http.client.HTTPException) as error:
                 failure = f"{method} {path}: {type(error).__name__} {error}"
@@ -405,6 +260,7 @@ class SlowClientsResult:
 def run_slow_clients(command: str, env: dict, port: int, raw_key: str, args,
                      log_path: Path) -> SlowClientsResult:  # fmt: skip
     """Start ``command``, attack it with slow clients while sending normal requests."""
+    """Start ``command``, attack it with slow clients while sending normal requests."""
     server = WebServer(loopback_web_args(command, env, port), env, port, log_path).start()
     half_headers = half_body = idle = None
     try:
@@ -478,9 +334,9 @@ def slow_clients(args) -> int:
         commands.append(("gthread web command (before issue 13)", GTHREAD_WEB_COMMAND))
     with tempfile.TemporaryDirectory(prefix="faults-") as scratch:
         database_url = args.database_url or f"sqlite:///{scratch}/faults.db"
-        setup_env = product_env(database_url, args.redis_url, 0)
+        setup_env = product_env(database_url, args.redis_url)
         try:
-            raw_key = create_key(setup_env)
+            raw_key = faults_records.new_key(setup_env)
         except SetupFailed as failed:
             print(f"SETUP FAILED:\n{failed}", file=sys.stderr)
             return 2
@@ -515,7 +371,7 @@ def slow_clients(args) -> int:
             print_slow_clients(label, result, args)
             results[label] = result
     report = {
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        **report_header(),
         "database": "embedded" if not args.database_url else "given",
         "redis": bool(args.redis_url),
         "web_request_timeout_s": bound,
@@ -537,14 +393,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     slow = commands.add_parser("slow-clients", help="half-sent and idle connections")
     slow.set_defaults(func=slow_clients)
-    slow.add_argument(
-        "--database-url",
-        default=os.environ.get("DATABASE_URL"),
-        help="default: $DATABASE_URL, else a SQLite file (embedded default)",
-    )
-    slow.add_argument(
-        "--redis-url", default=os.environ.get("REDIS_URL"), help="default: $REDIS_URL, else none"
-    )
+    add_service_options(
+        slow, os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL"),
+        database_help="default: $DATABASE_URL, else a SQLite file (embedded default)",
+        redis_help="default: $REDIS_URL, else none",
+    )  # fmt: skip
     slow.add_argument("--half-sent", type=int, default=32, help="connections sending half")
     slow.add_argument("--idle", type=int, default=32, help="connections sending nothing")
     slow.add_argument("--duration", type=float, default=10, help="seconds of normal requests")
@@ -567,12 +420,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also measure the gthread web command of before, for comparison",
     )
-    import faults_records  # the faults of what is recorded and counted
-
-    faults_records.add_commands(commands)
-    import faults_chaos  # the mixed load under a rotation of faults
-
-    faults_chaos.add_commands(commands)
+    faults_records.add_commands(commands)  # the faults of what is recorded and counted
+    faults_chaos.add_commands(commands)  # the mixed load under a rotation of faults
     return parser.parse_args(argv)
 
 

@@ -36,18 +36,24 @@ from pathlib import Path
 
 import redis
 import sqlalchemy as sa
-from faults import LOOPBACK, SAMPLE_TEXT, WebServer, create_key, loopback_web_args, procfile_command
-from faults_records import (
-    BATCHES_WRITTEN,
+
+from bench.faults_records import (
     QUICK_MAINTENANCE,
-    _calls_counted,
-    _key_id,
-    _save,
+    calls_counted,
     deployment,
-    web_workers,
+    find_key_id,
+    new_key,
     worker,
 )
-
+from bench.harness import (
+    BATCHES_WRITTEN,
+    SAMPLE_TEXT,
+    WebServer,
+    fetch,
+    loopback_web_args,
+    procfile_command,
+    save_results,
+)
 from tests.fakes import FakeOpenAI
 from tests.fakes.webhook_receiver import Receiver
 
@@ -108,22 +114,13 @@ def _load(port: int, raw_key: str, stop: threading.Event, answers: Answers) -> N
     for kind, path, headers, body in _requests(raw_key):
         if stop.is_set():
             return
-        connection = http.client.HTTPConnection(LOOPBACK, port, timeout=15)
         try:
-            connection.request("POST", path, body=body, headers=headers)
-            response = connection.getresponse()
-            text = response.read()
-            try:
-                answer = json.loads(text)
-            except ValueError:
-                answer = {}
-            answers.add(kind, response.status, answer)
+            answer = fetch(port, "POST", path, headers, body, timeout=15)
+            answers.add(kind, answer.status, answer.json() or {})
         except (OSError, http.client.HTTPException):
             with answers.lock:
                 answers.broken += 1
             time.sleep(0.05)
-        finally:
-            connection.close()
 
 
 @dataclass
@@ -178,7 +175,7 @@ def chaos(seconds: float = 480, clients: int = 4, rounds: int = 2) -> ChaosResul
                 **SETTLE,
             )
         )
-        raw_key = create_key(env)
+        raw_key = new_key(env)
         web_args = loopback_web_args(procfile_command("web"), env, port)
         server = WebServer(web_args, env, port, folder / "web.log").start()
         stack.callback(lambda: server.stop())
@@ -188,14 +185,14 @@ def chaos(seconds: float = 480, clients: int = 4, rounds: int = 2) -> ChaosResul
         notes: list[str] = []
 
         def kill_web_worker():
-            victim = web_workers(server)[0]
+            victim = server.children()[0]
             os.kill(victim, signal.SIGKILL)
             notes.append(f"web worker {victim} SIGKILLed")
 
         def kill_rq_worker():
             # Each kind of the Procfile's workers: the compute one and the I/O one.
             for kind, started in (("worker", workers), ("worker-io", io_workers)):
-                victim = started[-1]
+                victim = started[-1].process
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(victim.pid, signal.SIGKILL)
                 victim.wait(10)
@@ -220,9 +217,10 @@ def chaos(seconds: float = 480, clients: int = 4, rounds: int = 2) -> ChaosResul
             os.kill(server.process.pid, signal.SIGKILL)
             server.process.wait(10)
             time.sleep(1)  # its workers notice their master is gone and leave
-            for orphan in web_workers(server):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(orphan, signal.SIGKILL)
+            # Those that have not (a busy machine) still hold the port: the rest of the group
+            # goes too (they are the init process's children now, no longer the master's).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.process.pid, signal.SIGKILL)
             server = WebServer(web_args, env, port, folder / "web-2.log").start()
             notes.append("web command's master SIGKILLed, the command started again")
 
@@ -263,17 +261,11 @@ def _keep_logs(folder: Path) -> None:
 
 
 def _set_webhook(port: int, raw_key: str, url: str) -> None:
-    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
-    try:
-        body = json.dumps({"url": url}).encode()
-        headers = {"X-SVC-API-Key": raw_key, "Content-Type": "application/json"}
-        connection.request("PUT", "/v1/webhook", body=body, headers=headers)
-        response = connection.getresponse()
-        response.read()
-        if response.status != 200:
-            raise RuntimeError(f"PUT /v1/webhook answered {response.status}")
-    finally:
-        connection.close()
+    body = json.dumps({"url": url}).encode()
+    headers = {"X-SVC-API-Key": raw_key, "Content-Type": "application/json"}
+    answer = fetch(port, "PUT", "/v1/webhook", headers, body)
+    if answer.status != 200:
+        raise RuntimeError(f"PUT /v1/webhook answered {answer.status}")
 
 
 def _settle(env: dict, seconds: float) -> float:
@@ -307,7 +299,7 @@ def _settle(env: dict, seconds: float) -> float:
 
 
 def _count(env: dict, port: int, raw_key: str, answers: Answers, receiver: Receiver) -> dict:
-    key_id = _key_id(env, raw_key)
+    key_id = find_key_id(env, raw_key)
     engine = sa.create_engine(env["DATABASE_URL"])
     try:
         with engine.connect() as connection:
@@ -367,7 +359,7 @@ def _count(env: dict, port: int, raw_key: str, answers: Answers, receiver: Recei
         )
     finally:
         client.close()
-    calls = _calls_counted(env, raw_key, port)
+    calls = calls_counted(port, raw_key)
     return {
         "answered runs without a row": missing,
         "runs charged twice": twice,
@@ -393,7 +385,7 @@ def add_commands(commands) -> None:
 def _chaos_command(args) -> int:
     result = chaos(args.duration, args.clients, args.rounds)
     print("\n".join(result.lines()))
-    _save(
+    save_results(
         "faults-chaos.json",
         {
             "duration": round(result.duration),

@@ -21,12 +21,12 @@ only, every loop bounded in time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import os
+import secrets
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,28 +35,23 @@ from pathlib import Path
 
 import redis
 import sqlalchemy as sa
-from faults import (
-    LOOPBACK,
-    ROOT,
+
+from bench.harness import (
+    BATCHES_WRITTEN,
     SAMPLE_TEXT,
     WebServer,
     create_key,
-    expand,
-    flask_command,
+    fetch,
+    flask,
     free_port,
     loopback_web_args,
     procfile_command,
     product_env,
+    save_results,
+    start_worker,
 )
-
-sys.path.insert(0, str(ROOT))
-from config import Config  # noqa: E402
-from tests.fakes.postgres_server import PrivatePostgres  # noqa: E402
-from tests.fakes.redis_server import RedisServer  # noqa: E402
-
-# How long after its answer an inline run's rows are surely written by a process that is
-# alive: its batch is written within twice RUN_RECORD_DELAY (services/recorder.py).
-BATCHES_WRITTEN = 2 * Config.RUN_RECORD_DELAY + 0.3
+from tests.fakes.postgres_server import PrivatePostgres
+from tests.fakes.redis_server import RedisServer
 
 RUN_PATH = "/v1/public/tools/word-counter/run"
 # The worker's maintenance, quicker than production's (15 s sweeps, a 20 s journal grace) so
@@ -88,6 +83,7 @@ def deployment(aof_dir: str | None = None, **extra: str):
 
 @contextlib.contextmanager
 def web(env: dict, port: int, folder: Path):
+    """The Procfile's web command on the loopback ``port``, started; its log is web.log."""
     server = WebServer(
         loopback_web_args(procfile_command("web"), env, port), env, port, folder / "web.log"
     )
@@ -100,30 +96,19 @@ def web(env: dict, port: int, folder: Path):
 
 @contextlib.contextmanager
 def worker(env: dict, folder: Path, name: str = "worker", kind: str = "worker"):
-    """The Procfile's ``kind`` of worker (``worker`` or ``worker-io``), in its own process
-    group; its log is ``name``.log."""
-    args = expand(procfile_command(kind), env)
-    args = [sys.executable, "-m", *args[2:]] if args[:2] == ["python", "-m"] else args
-    if args[0] == "flask":
-        args = [sys.executable, "-m", "flask", *args[1:]]
-    with (folder / f"{name}.log").open("w") as log:
-        process = subprocess.Popen(
-            args,
-            cwd=ROOT,
-            env={**env, **QUICK_MAINTENANCE},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    """The Procfile's ``kind`` of worker (``worker`` or ``worker-io``) with the quick
+    maintenance, in its own process group; its log is ``name``.log."""
+    process = start_worker(kind, {**env, **QUICK_MAINTENANCE}, folder / f"{name}.log", name)
     try:
         yield process
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=20)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        process.stop(grace=20)
+
+
+def new_key(env: dict) -> str:
+    """Migrate, then an Agency account and a key whose limits never refuse; the raw key."""
+    email = f"faults-{secrets.token_hex(4)}@example.com"
+    return create_key(functools.partial(flask, env), email, "faults")[1]
 
 
 # --------------------------------------------------------------------------- the load
@@ -154,19 +139,14 @@ def load(port: int, raw_key: str, seconds: float, clients: int, at_half=None) ->
     def client() -> None:
         # A connection per request, so that every web worker takes a share of the load.
         while not stop.is_set():
-            connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
             try:
-                connection.request("POST", RUN_PATH, body=body, headers=headers)
-                response = connection.getresponse()
-                answer = response.read()
-                run_id = json.loads(answer).get("run_id") if response.status == 200 else None
-                result.add(response.status, run_id)
+                answer = fetch(port, "POST", RUN_PATH, headers, body, timeout=10)
+                run_id = json.loads(answer.body).get("run_id") if answer.status == 200 else None
+                result.add(answer.status, run_id)
             except (OSError, http.client.HTTPException, ValueError):
                 with result.lock:
                     result.errors += 1
                 time.sleep(0.01)
-            finally:
-                connection.close()
 
     threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
     for thread in threads:
@@ -218,17 +198,6 @@ def until_recorded(env: dict, run_ids: list[str], seconds: float) -> tuple[tuple
         client.close()
 
 
-def web_workers(server: WebServer) -> list[int]:
-    """The pids of the web command's worker processes (the master's children)."""
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == server.process.pid:
-                children.append(int(stat.parent.name))
-    return children
-
-
 @dataclass
 class RecordsResult:
     load: LoadResult
@@ -258,31 +227,22 @@ class RecordsResult:
         ]
 
 
-def _calls_counted(env: dict, raw_key: str, port: int) -> int:
-    status, body = _get(port, "/v1/public/whoami", raw_key)
-    return json.loads(body)["usage"]["calls_today"] if status == 200 else -1
-
-
-def _get(port: int, path: str, raw_key: str) -> tuple[int, bytes]:
-    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
-    try:
-        connection.request("GET", path, headers={"X-SVC-API-Key": raw_key})
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
+def calls_counted(port: int, raw_key: str) -> int:
+    """The calls the key's quota counts today (whoami), or -1."""
+    answer = fetch(port, "GET", "/v1/public/whoami", {"X-SVC-API-Key": raw_key})
+    return answer.json()["usage"]["calls_today"] if answer.status == 200 else -1
 
 
 def records_under_fault(fault: str, seconds: float = 10, clients: int = 8) -> RecordsResult:
     """``kill-web`` or ``pg-crash``: the load, the fault halfway, then the count."""
     with tempfile.TemporaryDirectory() as folder, deployment() as (env, postgres, _redis, port):
         folder = Path(folder)
-        raw_key = create_key(env)
+        raw_key = new_key(env)
         notes: list[str] = []
         with web(env, port, folder) as server:
 
             def kill_one_worker() -> None:
-                victim = web_workers(server)[0]
+                victim = server.children()[0]
                 os.kill(victim, signal.SIGKILL)
                 notes.append(f"SIGKILLed web worker {victim}")
 
@@ -300,7 +260,7 @@ def records_under_fault(fault: str, seconds: float = 10, clients: int = 8) -> Re
             notes.append(f"journal entries left at the end of the load: {journaled}")
             with worker(env, folder):
                 after_replay, took = until_recorded(env, result.run_ids, 60)
-            counted = _calls_counted(env, raw_key, port)
+            counted = calls_counted(port, raw_key)
         ledger = _ledger_rows(env, raw_key)
         return RecordsResult(
             result, "; ".join(notes), after_load, after_replay, took, counted, ledger
@@ -315,9 +275,9 @@ def redis_loss(limit: int = 5) -> dict:
     FLUSHALL, and on a fresh Redis."""
     with tempfile.TemporaryDirectory() as folder, deployment() as (env, _pg, redis_server, port):
         folder = Path(folder)
-        raw_key = create_key(env)
-        key_id = _key_id(env, raw_key)
-        flask_command(env, "keys", "set-limits", key_id, "--daily", str(limit))
+        raw_key = new_key(env)
+        key_id = find_key_id(env, raw_key)
+        flask(env, "keys", "set-limits", key_id, "--daily", str(limit))
         admitted = {}
         with web(env, port, folder):
             admitted["before the loss"] = _spend(port, raw_key, limit * 2)
@@ -333,7 +293,7 @@ def redis_loss(limit: int = 5) -> dict:
             moved = {**env, "REDIS_URL": fresh.url}
             with web(moved, port, folder):
                 admitted["on a fresh Redis"] = _spend(port, raw_key, limit * 2)
-                admitted["whoami calls_today"] = _calls_counted(moved, raw_key, port)
+                admitted["whoami calls_today"] = calls_counted(port, raw_key)
         finally:
             fresh.stop()
         admitted["limit"] = limit
@@ -342,10 +302,11 @@ def redis_loss(limit: int = 5) -> dict:
 
 def _ledger_rows(env: dict, raw_key: str) -> int:
     return _scalar(env, "SELECT count(*) FROM usage_events WHERE api_key_id = :key",
-                   key=_key_id(env, raw_key))  # fmt: skip
+                   key=find_key_id(env, raw_key))  # fmt: skip
 
 
-def _key_id(env: dict, raw_key: str) -> str:
+def find_key_id(env: dict, raw_key: str) -> str:
+    """The id of the key ``raw_key`` in the deployment's database."""
     return _scalar(env, "SELECT id FROM api_keys WHERE key_hash = encode(sha256(:raw), 'hex')",
                    raw=raw_key.encode())  # fmt: skip
 
@@ -363,17 +324,9 @@ def _scalar(env: dict, sql: str, **params):
 def _spend(port: int, raw_key: str, times: int) -> int:
     body = json.dumps({"input": SAMPLE_TEXT}).encode()
     headers = {"X-SVC-API-Key": raw_key, "Content-Type": "application/json"}
-    admitted = 0
-    for _ in range(times):
-        connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
-        try:
-            connection.request("POST", RUN_PATH, body=body, headers=headers)
-            response = connection.getresponse()
-            response.read()
-            admitted += response.status == 200
-        finally:
-            connection.close()
-    return admitted
+    return sum(
+        fetch(port, "POST", RUN_PATH, headers, body, timeout=10).status == 200 for _ in range(times)
+    )
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -397,7 +350,7 @@ def add_commands(commands) -> None:
 def _records_command(args) -> int:
     result = records_under_fault(args.fault, args.duration, args.clients)
     print("\n".join(result.lines()))
-    _save(f"faults-{args.fault}.json", {
+    save_results(f"faults-{args.fault}.json", {
         "answered": result.load.answered, "broken_connections": result.load.errors,
         "missing_after_load": result.missing_after_load,
         "missing_after_replay": result.missing_after_replay,
@@ -411,13 +364,6 @@ def _redis_loss_command(args) -> int:
     admitted = redis_loss(args.limit)
     for label, count in admitted.items():
         print(f"{label}: {count}")
-    _save("faults-redis-loss.json", admitted)
+    save_results("faults-redis-loss.json", admitted)
     over = admitted["before the loss"] + admitted["after FLUSHALL"] + admitted["on a fresh Redis"]
     return 0 if over == args.limit else 1
-
-
-def _save(name: str, figures: dict) -> None:
-    results = ROOT / "bench" / "results"
-    results.mkdir(exist_ok=True)
-    figures = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **figures}
-    (results / name).write_text(json.dumps(figures, indent=2, default=str) + "\n")

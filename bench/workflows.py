@@ -9,8 +9,9 @@
    ``jobs.webhooks.emit`` and delivery job.
 
 The app is the embedded default's engine: the in-process queue (2 worker threads) on SQLite,
-or with ``--store postgres`` on PostgreSQL (database ``bench_workflows``) and Redis db 13
-(quota counters) — still the in-process queue, so the figures are the engine's and not a
+or with ``--store postgres`` on PostgreSQL (``--database-url``, by default
+``bench_workflows``, dropped and created) and a Redis db (``--redis-url``, by default db 13:
+the quota counters) — still the in-process queue, so the figures are the engine's and not a
 worker process's start-up. Targets: ≤ 10 ms per step, webhook p50 < 500 ms. See
 ``bench/README.md``.
 """
@@ -28,13 +29,17 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Run as a script, Python puts bench/ first on the path, where its files would shadow the
+# project's packages: the repository root goes there instead.
+BENCH = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != BENCH]
+sys.path.insert(0, str(BENCH.parent))
+
+from bench.harness import add_service_options, percentile, reset_database  # noqa: E402
 
 TOOL = "whitespace-cleaner"
 TEXT = "  The   quick brown   fox\t jumps over\n\n\n the lazy dog.  " * 4
-PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_workflows"
+DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/bench_workflows"
 REDIS_URL = "redis://127.0.0.1:6379/13"
 TARGET_STEP_MS = 10
 TARGET_WEBHOOK_P50_MS = 500
@@ -62,7 +67,9 @@ def chain_workflow(directory: Path, steps: int) -> None:
     (directory / "bench-chain.yaml").write_text("\n".join(lines) + "\n")
 
 
-def make_app(store: str, workdir: Path):
+def make_app(options: argparse.Namespace, workdir: Path):
+    from sqlalchemy.engine import make_url
+
     from app import create_app
     from services.queue import InProcessDispatcher
 
@@ -73,10 +80,14 @@ def make_app(store: str, workdir: Path):
         "FETCH_ALLOW_PRIVATE": True,
         "RUN_RECORD_DELAY": 0,
     }
-    if store == "postgres":
-        _fresh_database()
-        settings |= {"SQLALCHEMY_DATABASE_URI": PG_URL, "REDIS_URL": REDIS_URL}
-        settings["RATELIMIT_STORAGE_URI"] = "svc+" + REDIS_URL
+    if options.store == "postgres":
+        reset_database(options.database_url)
+        database = make_url(options.database_url).set(drivername="postgresql+psycopg")
+        settings |= {
+            "SQLALCHEMY_DATABASE_URI": database.render_as_string(hide_password=False),
+            "REDIS_URL": options.redis_url,
+            "RATELIMIT_STORAGE_URI": "svc+" + options.redis_url,
+        }
     else:
         settings |= {
             "SQLALCHEMY_DATABASE_URI": f"sqlite:///{workdir / 'bench.db'}",
@@ -84,7 +95,7 @@ def make_app(store: str, workdir: Path):
             "RATELIMIT_STORAGE_URI": "memory://",
         }
     app = create_app(settings)
-    if store == "postgres":
+    if options.store == "postgres":
         app.extensions["redis"].flushdb()
     # The engine's own cost, whatever the deployment's queue: the in-process worker threads.
     app.extensions["dispatcher"] = InProcessDispatcher(app)
@@ -93,14 +104,6 @@ def make_app(store: str, workdir: Path):
 
         upgrade()
     return app
-
-
-def _fresh_database() -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as connection:
-        connection.execute("DROP DATABASE IF EXISTS bench_workflows WITH (FORCE)")
-        connection.execute("CREATE DATABASE bench_workflows")
 
 
 class Receiver:
@@ -172,16 +175,12 @@ def direct_tool_seconds(steps: int, repeats: int = 20) -> float:
     return statistics.median(timings)
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10, help="steps in the chain (default 10)")
     parser.add_argument("--runs", type=int, default=30, help="workflow runs (default 30)")
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    add_service_options(parser, DATABASE_URL, REDIS_URL, " of --store postgres")
     options = parser.parse_args()
 
     from catalogue import WorkflowCatalogue, load_workflows
@@ -191,7 +190,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as temporary:
         workdir = Path(temporary)
         chain_workflow(workdir, options.steps)
-        app = make_app(options.store, workdir)
+        app = make_app(options, workdir)
         workflow = load_workflows(workdir).get("bench-chain")
         built_in = app.extensions["workflows"].workflows
         app.extensions["workflows"] = WorkflowCatalogue({**built_in, "bench-chain": workflow})
@@ -212,8 +211,8 @@ def main() -> int:
             latencies.append((arrival - finished) * 1000)
         receiver.server.shutdown()
 
-    step_p50, step_p99 = percentile(overheads, 0.5), percentile(overheads, 0.99)
-    hook_p50, hook_p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+    step_p50, step_p99 = percentile(overheads, 50), percentile(overheads, 99)
+    hook_p50, hook_p99 = percentile(latencies, 50), percentile(latencies, 99)
     print(f"workflow engine bench ({options.store}, in-process queue, {datetime.now(UTC):%F %T}Z)")
     direct = f"the same {options.steps} tool calls directly: {tool_seconds * 1000:.2f} ms"
     print(f"  chain of {options.steps} × {TOOL}, {options.runs} runs; {direct}")

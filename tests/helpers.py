@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -205,12 +204,9 @@ def start_worker(env: dict, log_path: Path | None = None, kind: str = "worker") 
     """The Procfile's ``kind`` of worker (``worker``: the compute queues; ``worker-io``: the
     I/O queues) with ``env``, in its own session (it forks RQ's scheduler, and a signal to
     the group reaches both); its output goes to ``log_path``."""
-    from bench.faults import expand, procfile_command
+    from bench.harness import procfile_args
 
-    args = expand(procfile_command(kind), env)
-    args[0] = (
-        sys.executable if args[0] == "python" else str(Path(sys.executable).with_name(args[0]))
-    )
+    args = procfile_args(kind, env)
     out = log_path.open("w") if log_path else subprocess.DEVNULL
     try:
         return subprocess.Popen(

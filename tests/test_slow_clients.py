@@ -1,7 +1,7 @@
 """Slow and idle clients cannot starve the Procfile's web command (issue 13), and what it
 cannot read as HTTP is answered with a problem document.
 
-The real web command runs (read from the Procfile by ``bench/faults.py``, bound to a
+The real web command runs (read from the Procfile by ``bench/harness.py``, bound to a
 loopback port) on the test database and Redis, with ``WEB_REQUEST_TIMEOUT`` shortened so
 that the bound on a half-sent request can be seen within the test.
 """
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bench import faults
+from bench import faults, harness
 from tests.helpers import deployment_env, free_port, needs_pg, needs_redis
 
 # Limits that never refuse the test's few hundred requests.
@@ -33,12 +33,12 @@ def web(app, tmp_path):
 
 @contextlib.contextmanager
 def web_command(folder, **settings: str):
-    """The Procfile's web command on a loopback port, started (``bench/faults.py``'s
+    """The Procfile's web command on a loopback port, started (``bench/harness.py``'s
     ``WebServer``), with the deployment's environment and ``settings``; stopped after."""
     port = free_port()
     env = {**deployment_env(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", **settings}
-    args = faults.loopback_web_args(faults.procfile_command("web"), env, port)
-    server = faults.WebServer(args, env, port, folder / "web.log")
+    args = harness.loopback_web_args(harness.procfile_command("web"), env, port)
+    server = harness.WebServer(args, env, port, folder / "web.log")
     server.start()
     try:
         yield server
