@@ -6,7 +6,13 @@ side by side:
 
 - ``bare``:   ``GET /hello`` of ``bench/hello_app.py`` (the baseline),
 - ``whoami``: the product's authenticated ``GET /v1/public/whoami``,
-- ``tool``:   the product's inline local tool run ``POST /v1/tools/run``.
+- ``tool``:   the product's inline local tool run ``POST /v1/tools/run``,
+- ``mcp``:    the same run as an MCP ``tools/call`` of ``run_tool`` (``POST /v1/mcp``),
+- ``mcp_list``: MCP's ``tools/list`` of the default tools.
+
+Beside the ratios to bare Flask it prints what an MCP tool call costs against the REST run
+of the same tool (goal: at most ``MCP_COST_GOAL`` times) and the latency of ``tools/list``
+on one connection (goal: under ``LIST_GOAL_MS``).
 
 It builds a fresh PostgreSQL database (``bench_api``) and uses Redis db 14, sets the product up
 with the documented operator commands, serves each target with gunicorn (2 workers) on a free
@@ -26,6 +32,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 # Run as a script, Python puts bench/ first on the path, where its files would shadow the
@@ -50,6 +57,7 @@ from bench.harness import (  # noqa: E402
     create_key,
     flask,
     flush_redis,
+    percentile,
     product_env,
     report_header,
     reset_database,
@@ -79,6 +87,18 @@ LABELS = {
     "bare": "bare Flask GET /hello",
     "whoami": "GET /v1/public/whoami",
     "tool": "POST /v1/tools/run",
+    "mcp": "MCP tools/call run_tool",
+    "mcp_list": "MCP tools/list",
+}
+# An MCP tool call may cost at most this many times the REST run of the same tool (the
+# ratio of their requests per second, measured side by side); tools/list answers within
+# LIST_GOAL_MS on one connection.
+MCP_COST_GOAL = 2.0
+LIST_GOAL_MS = 5.0
+MCP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-06-18",
 }
 
 
@@ -124,15 +144,25 @@ def pick_tool(port: int, wanted: str | None) -> dict:
 
 
 def product_requests(raw_key: str, slug: str) -> dict[str, Request]:
-    """The two authenticated product requests that are measured."""
+    """The authenticated product requests that are measured."""
     auth = {"X-SVC-API-Key": raw_key}
     body = json.dumps({"slug": slug, "input": SAMPLE_TEXT})
+    call = {"name": "run_tool", "arguments": {"slug": slug, "input": SAMPLE_TEXT}}
     return {
         "whoami": Request("GET", "/v1/public/whoami", auth),
         "tool": Request(
             "POST", "/v1/tools/run", {**auth, "Content-Type": "application/json"}, body
         ),
+        "mcp": Request("POST", "/v1/mcp", {**auth, **MCP_HEADERS}, _rpc("tools/call", call)),
+        "mcp_list": Request("POST", "/v1/mcp", {**auth, **MCP_HEADERS}, _rpc("tools/list")),
     }
+
+
+def _rpc(method: str, params: dict | None = None) -> str:
+    message = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message)
 
 
 def verify(port: int, target: str, request: Request, key_id: str = "") -> None:
@@ -148,6 +178,12 @@ def verify(port: int, target: str, request: Request, key_id: str = "") -> None:
         problem = f"key.id is not {key_id}"
     elif target == "tool" and data.get("status") != "succeeded":
         problem = f"status is {data.get('status')!r}, not 'succeeded'"
+    elif target == "mcp" and (data.get("result") or {}).get("_meta", {}).get("status") != (
+        "succeeded"
+    ):
+        problem = "the tool call's result is not a succeeded run"
+    elif target == "mcp_list" and len((data.get("result") or {}).get("tools", [])) != 5:
+        problem = "tools/list does not list the five default tools"
     if problem:
         raise SetupFailed(
             f"{request.method} {request.path} is wrong before measuring ({problem}):\n"
@@ -190,6 +226,10 @@ def bench_worker_class(worker_class: str, loadgen, args, product: dict | None) -
                     print_round_trips(target, probe)
             targets.update({target: (server, request) for target, request in requests.items()})
         results = measure_interleaved(targets, loadgen, args)
+        if server is not None:
+            product.setdefault("list_ms", {})[worker_class] = one_connection_ms(
+                server.port, requests["mcp_list"]
+            )
         if server is not None and args.profile:
             for target, request in requests.items():
                 out = RESULTS_DIR / f"profile-{worker_class}-{target}.txt"
@@ -204,9 +244,48 @@ def bench_worker_class(worker_class: str, loadgen, args, product: dict | None) -
     return results
 
 
-def print_table(worker_class: str, results: dict[str, Measurement], args) -> None:
-    """One table per worker class: RPS, latency and the ratio to bare Flask with its target."""
+def one_connection_ms(port: int, request: Request, n: int = 200) -> dict:
+    """``request``'s latency answered on one connection at a time (p50 and p99, ms)."""
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        answer = request.send(port)
+        times.append((time.perf_counter() - started) * 1000)
+        if answer.status != 200:
+            raise SetupFailed(f"{request.path} answered {answer.status}: {answer.text[:500]}")
+    return {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2)}
+
+
+def mcp_report(results: dict[str, Measurement], list_ms: dict | None) -> dict:
+    """What an MCP tool call costs against the REST run (REST RPS / MCP RPS), and tools/list's
+    latency on one connection."""
+    tool, mcp = results.get("tool"), results.get("mcp")
+    cost = round(tool.rps / mcp.rps, 3) if tool and mcp and mcp.rps else None
+    return {
+        "call_cost_vs_rest": cost,
+        "call_cost_goal": MCP_COST_GOAL,
+        "call_pass": cost is not None and cost <= MCP_COST_GOAL,
+        "list_one_connection": list_ms,
+        "list_goal_ms": LIST_GOAL_MS,
+        "list_pass": bool(list_ms) and list_ms["p50_ms"] < LIST_GOAL_MS,
+    }
+
+
+def print_table(worker_class: str, results: dict[str, Measurement], args, product=None) -> None:
+    """One table per worker class: RPS, latency and the ratio to bare Flask with its target;
+    then MCP against REST."""
     print_ratio_table(worker_class, results, args, LABELS, TARGETS, widths=(26, 10))
+    if "mcp" not in results:
+        return
+    report = mcp_report(results, (product or {}).get("list_ms", {}).get(worker_class))
+    cost, listed = report["call_cost_vs_rest"], report["list_one_connection"] or {}
+    verdict = "PASS" if report["call_pass"] else "ABOVE"
+    print(f"  MCP tools/call costs {cost}x the REST run (goal <= {MCP_COST_GOAL}x: {verdict})")
+    verdict = "PASS" if report["list_pass"] else "ABOVE"
+    print(
+        f"  MCP tools/list on one connection: p50 {listed.get('p50_ms')} ms, "
+        f"p99 {listed.get('p99_ms')} ms (goal p50 < {LIST_GOAL_MS} ms: {verdict})"
+    )
 
 
 def write_json(args, loadgen, product: dict | None, by_class: dict, error: str | None) -> None:
@@ -222,6 +301,11 @@ def write_json(args, loadgen, product: dict | None, by_class: dict, error: str |
         "results": {
             worker_class: ratio_report(results, TARGETS)
             for worker_class, results in by_class.items()
+        },
+        "mcp": {
+            worker_class: mcp_report(results, (product or {}).get("list_ms", {}).get(worker_class))
+            for worker_class, results in by_class.items()
+            if "mcp" in results
         },
         "round_trips": (product or {}).get("round_trips", {}),
         "profiles": (product or {}).get("profiles", {}),
@@ -278,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         for worker_class in args.worker_class or WORKER_CLASSES:
             by_class[worker_class] = bench_worker_class(worker_class, loadgen, args, product)
     for worker_class, results in by_class.items():
-        print_table(worker_class, results, args)
+        print_table(worker_class, results, args, product)
     with contextlib.suppress(OSError):
         write_json(args, loadgen, product, by_class, stopped.error)
         print(f"\nresults: {RESULTS_FILE.relative_to(ROOT)} (load generator: {loadgen.name})")
