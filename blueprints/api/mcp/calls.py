@@ -164,11 +164,11 @@ def _describe(arguments: dict, size: int) -> Result:
     if tool is not None:
         described = {"kind": "tool", **tool.to_public()}
     else:
-        described = {"kind": "workflow", **find_described_workflow(slug).to_public()}
+        described = {"kind": "workflow", **_described_workflow(slug).to_public()}
     return {"content": [_text(_json(described))], "structuredContent": described}
 
 
-def find_described_workflow(slug: str) -> Workflow:
+def _described_workflow(slug: str) -> Workflow:
     try:
         return find_workflow(slug)
     except Problem:
@@ -189,6 +189,7 @@ def _run_tool(arguments: dict, size: int) -> Result | Started:
     elif not isinstance(given, dict):
         errors["input"] = ["An object of the tool's own fields (describe_tool gives them)."]
     _refuse_unknown(arguments, ("slug", "input"), errors)
+    require_api_access()  # before the slug is looked up, as the REST API's order says
     return _run(find_tool(slug), dict(given), size, direct=False)
 
 

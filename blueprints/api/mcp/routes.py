@@ -98,7 +98,7 @@ def _read() -> Message:
             protocol.INVALID_REQUEST, "Send the message as application/json.", status=415
         )
     accept = request.accept_mimetypes
-    if request.headers.get("Accept") and not accept.find("application/json") >= 0:
+    if request.headers.get("Accept") and accept.find("application/json") < 0:
         raise RpcError(
             protocol.INVALID_REQUEST,
             "Accept application/json (and text/event-stream, for progress).",
