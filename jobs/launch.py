@@ -121,11 +121,14 @@ def start_workflow(
     *,
     admit: Admit = runs.reserve_only,
     user_id: int | None = None,
+    source: str = "api",
 ) -> tuple[WorkflowRun, Reservation | None]:
     """Start a run of ``workflow`` on its stored input ``value`` (``workflows.start``: one
     call reserved per step), committed, its first steps enqueued. Raises
     ``workflows.InputRefused`` and ``runs.QuotaExceeded``."""
-    run, reservation, held = workflows.start(context, workflow, value, admit=admit, user_id=user_id)
+    run, reservation, held = workflows.start(
+        context, workflow, value, admit=admit, user_id=user_id, source=source
+    )
     queued = workflows.queued_steps(run)
     submissions.commit(held)
     for step_run_id in queued:

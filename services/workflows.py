@@ -77,6 +77,7 @@ def start(
     *,
     admit: Admit = runs.reserve_only,
     user_id: int | None = None,
+    source: str = "api",
 ) -> tuple[WorkflowRun, Reservation | None, submissions.Held | None]:
     """Create a run of ``workflow`` (``value``: its stored input): its first steps queued
     with their inputs, the others pending. Reserves one call per step (QuotaExceeded when
@@ -86,7 +87,8 @@ def start(
 
     A run started on the site by a member of the account (``user_id``; ``context`` from
     ``member_context``, with no key) belongs to the account: its steps are web runs of that
-    user, charged credits as the API's are, against no key's quota."""
+    user, charged credits as the API's are, against no key's quota. Otherwise its steps are
+    runs of ``source`` (``api``, or ``mcp`` for one started by the MCP endpoint)."""
     moment = clock.now()
     run = WorkflowRun(
         id=new_uuid(),
@@ -118,7 +120,7 @@ def start(
         raise QuotaExceeded(reservation)
     held = submissions.held_for(context, reservation, run.id, steps)
     try:
-        _add_run_and_steps(run, workflow, context, first, moment, user_id)
+        _add_run_and_steps(run, workflow, context, first, moment, user_id, source)
     except BaseException:
         submissions.give_back(held)
         raise
@@ -132,6 +134,7 @@ def _add_run_and_steps(
     first: dict,
     moment: datetime,
     user_id: int | None,
+    source: str,
 ) -> None:
     """The workflow run's row and its steps' rows (queued: those in ``first``), flushed."""
     db.session.add(run)
@@ -152,7 +155,7 @@ def _add_run_and_steps(
                 notify=False,
                 input=first.get(step.id, {}),
                 created_at=moment,
-                source="api" if user_id is None else "web",
+                source=source if user_id is None else "web",
                 user_id=user_id,
             )
         )

@@ -213,7 +213,7 @@ def _run_workflow(arguments: dict, size: int) -> Result | Started:
     _refuse_unknown(arguments, ("workflow_id", "input"), errors)
     require_api_access()
     workflow = find_workflow(workflow_id)
-    return Started(start_workflow_run(workflow, given, size), direct=False)
+    return Started(start_workflow_run(workflow, given, size, source="mcp"), direct=False)
 
 
 def _get_run(arguments: dict, size: int) -> Result:

@@ -46,7 +46,7 @@ def own_workflow_run(run_id) -> WorkflowRun:
 
 
 def start_workflow_run(
-    workflow: Workflow, value, size: int, *, errors: dict | None = None
+    workflow: Workflow, value, size: int, *, errors: dict | None = None, source: str = "api"
 ) -> WorkflowRun:
     """Start a run of ``workflow`` on its input ``value`` for the request's key
     (``jobs.launch``), admitted with the request's deferred per-minute hit; ``size``: the
@@ -69,7 +69,9 @@ def start_workflow_run(
         raise validation_failed(errors)
     try:
         stored = workflows.store_input(workflow, value, context.account_id)
-        run, reservation = launch.start_workflow(context, workflow, stored, admit=admit_run)
+        run, reservation = launch.start_workflow(
+            context, workflow, stored, admit=admit_run, source=source
+        )
     except BinaryInputError as refused:
         if refused.status == 413:
             raise Problem(413, "payload_too_large", refused.message) from None

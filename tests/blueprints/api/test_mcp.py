@@ -404,3 +404,24 @@ async def test_a_run_past_the_wait_answers_its_id_and_goes_on(app, server, make_
         server + "?tools=abstractive-summarizer", raw, "abstractive-summarizer", {"text": TEXT}
     )
     assert selected.is_error and "get_run" in text_of(selected)  # not its output's shape
+
+
+@needs_pg
+@needs_redis
+async def test_a_workflow_started_by_an_agent_runs_its_steps_as_mcp_runs(
+    app, provider_in_env, server, make_key
+):
+    """No worker here: the workflow stays queued past the wait, its steps recorded."""
+    app.config["MCP_WAIT_SECONDS"] = 0.5
+    raw = make_key("agency")
+    result = await call(
+        server, raw, "run_workflow", {"workflow_id": "product-launch", "input": "A bike lamp."}
+    )
+    assert not result.is_error, text_of(result)
+    state = result.structured_content
+    assert state["status"] == "queued" and "get_run" in text_of(result)
+    read = await call(server, raw, "get_run", {"run_id": state["run_id"]})
+    assert read.structured_content["workflow_id"] == "product-launch"
+    with app.app_context():
+        steps = db.session.scalars(select(Run).where(Run.workflow_run_id == state["run_id"]))
+        assert {step.source for step in steps} == {"mcp"}
