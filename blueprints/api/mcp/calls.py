@@ -63,10 +63,6 @@ class Started:
     run: Run | WorkflowRun
     direct: bool  # called by its slug (a selected tool): its result must match its schema
 
-    @property
-    def is_workflow(self) -> bool:
-        return isinstance(self.run, WorkflowRun)
-
 
 class UnknownTool(LookupError):
     """A tool name the toolset does not list: a JSON-RPC error (-32602), not a result."""
