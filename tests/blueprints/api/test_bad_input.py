@@ -599,13 +599,19 @@ def _path(draw, rule, fuzz) -> str:
 _VARIABLE = re.compile(r"<(?:[^:>]+:)?([^>]+)>")
 
 
-def check(response, method: str) -> None:
+def check(response, method: str, path: str = "") -> None:
     status = response.status_code
     detail = response.get_data(as_text=True)[:500]
     assert status != 500, detail
     assert status < 500 or status == 503, detail
     assert response.headers.get("X-Request-Id")
     if status < 400:
+        return
+    if path == "/v1/mcp" and response.mimetype == "application/json":
+        # The MCP endpoint's own refusals are JSON-RPC errors (docs/api/mcp.md).
+        if method != "HEAD":
+            error = json.loads(response.get_data())["error"]
+            assert isinstance(error["code"], int) and error["message"], error
         return
     assert response.mimetype == "application/problem+json", (status, detail)
     if method == "HEAD":
@@ -638,10 +644,9 @@ def _send(client, fuzz, draw, *, body: bytes | None, content_type: str | None, e
         environ["QUERY_STRING"] = query
     if content_type is not None:  # as a server passes it on (the test client checks it)
         environ["CONTENT_TYPE"] = content_type
-    response = client.open(
-        _path(draw, rule, fuzz), method=method, data=body, environ_overrides=environ
-    )
-    check(response, method)
+    path = _path(draw, rule, fuzz)
+    response = client.open(path, method=method, data=body, environ_overrides=environ)
+    check(response, method, path)
     code = response.get_json(silent=True) if response.status_code >= 400 else None
     event(f"{response.status_code} {code.get('code') if isinstance(code, dict) else ''}")
     return response
